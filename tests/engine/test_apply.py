@@ -1,0 +1,149 @@
+"""Applying plays: mandatory capture, plan choice, and every illegal play rejected untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import (
+    BasraError,
+    CaptureRequiredError,
+    CardNotInHandError,
+    CardPlayed,
+    HandInProgressError,
+    HandOverError,
+    InvalidInputError,
+    InvalidPlanIdError,
+    InvalidSeatError,
+    MatchOverError,
+    NotYourTurnError,
+    Phase,
+    PlanRequiredError,
+    Play,
+    UnknownPlanError,
+    apply,
+    deal_next_hand,
+    encode,
+    new_match,
+)
+from engine.cards import Card
+from engine.game import legal_plays
+from tests.engine.builders import cards, position
+
+# Seat 0 to play. On this floor 7H has two plans, 10S three, 3S one, KC none.
+STATE = position(["7H 10S KC 3S", "2D 9D QH 8C"], "AC 2H 3D 4S 6C", turn=0)
+
+
+def c(token: str) -> Card:
+    return Card.parse(token)
+
+
+def test_one_plan_need_not_be_named() -> None:
+    after, events = apply(STATE, Play(0, c("3S")))
+    assert events == (CardPlayed(0, c("3S"), 1, cards("3D AC 2H"), basra=False, sweep=False),)
+    assert after.floor == cards("4S 6C")
+    assert after.turn == 1
+
+
+def test_several_plans_require_a_number_and_the_number_picks_the_plan() -> None:
+    with pytest.raises(PlanRequiredError) as info:
+        apply(STATE, Play(0, c("7H")))
+    assert info.value.metadata == {"card": "7H", "plan_count": "2"}
+    after, (played,) = apply(STATE, Play(0, c("7H"), plan=2))
+    assert isinstance(played, CardPlayed)
+    assert played.captured == cards("AC 2H 4S")
+    assert after.floor == cards("3D 6C")
+
+
+def test_a_card_without_plan_trails() -> None:
+    after, (played,) = apply(STATE, Play(0, c("KC")))
+    assert isinstance(played, CardPlayed)
+    assert played.trail
+    assert played.plan == 0
+    assert after.floor == (*STATE.floor, c("KC"))
+    after_declared, _ = apply(STATE, Play(0, c("KC"), trail=True))
+    assert after_declared == after
+
+
+def test_capture_is_mandatory_a_card_with_a_plan_cannot_trail() -> None:
+    with pytest.raises(CaptureRequiredError):
+        apply(STATE, Play(0, c("10S"), trail=True))
+
+
+@pytest.mark.parametrize(
+    ("play", "error", "reason"),
+    [
+        (Play(1, c("2D")), NotYourTurnError, "NOT_YOUR_TURN"),
+        (Play(0, c("2D")), CardNotInHandError, "CARD_NOT_IN_HAND"),
+        (Play(0, c("7H"), plan=3), UnknownPlanError, "UNKNOWN_PLAN"),
+        (Play(0, c("KC"), plan=1), UnknownPlanError, "UNKNOWN_PLAN"),
+        (Play(0, c("7H"), plan=0), InvalidPlanIdError, "INVALID_PLAN_ID"),
+        (Play(0, c("7H"), plan=-4), InvalidPlanIdError, "INVALID_PLAN_ID"),
+        (Play(0, c("7H"), plan=1, trail=True), InvalidInputError, "INVALID_INPUT"),
+        (Play(2, c("7H")), InvalidSeatError, "INVALID_SEAT"),
+        (Play(0, c("7H")), PlanRequiredError, "PLAN_REQUIRED"),
+        (Play(0, c("10S"), trail=True), CaptureRequiredError, "CAPTURE_REQUIRED"),
+    ],
+)
+def test_illegal_plays_raise_a_typed_error_and_change_nothing(
+    play: Play, error: type[BasraError], reason: str
+) -> None:
+    before = encode(STATE)
+    with pytest.raises(error) as info:
+        apply(STATE, play)
+    assert info.value.reason == reason
+    assert isinstance(info.value, ValueError)
+    assert encode(STATE) == before
+
+
+def test_error_messages_never_show_the_other_hand() -> None:
+    for play in (Play(1, c("2D")), Play(0, c("9D")), Play(0, c("7H"))):
+        with pytest.raises(BasraError) as info:
+            apply(STATE, play)
+        assert not {"2D", "9D", "QH", "8C"} & set(str(info.value).replace(",", " ").split()) - {
+            str(play.card)
+        }
+
+
+def test_not_your_turn_names_the_seat_to_play() -> None:
+    with pytest.raises(NotYourTurnError) as info:
+        apply(STATE, Play(1, c("2D")))
+    assert info.value.metadata == {"turn": "0"}
+
+
+def test_legal_plays_are_sorted_and_legality_is_membership() -> None:
+    plays = legal_plays(STATE)
+    assert plays == tuple(sorted(plays, key=lambda p: (p.card, p.plan or 0)))
+    assert Play(0, c("7H"), 1) in plays
+    assert Play(0, c("7H"), 2) in plays
+    assert Play(0, c("KC"), trail=True) in plays
+    for play in plays:
+        apply(STATE, play)
+
+
+def test_no_play_when_the_hand_is_over_and_no_deal_while_it_is_in_progress() -> None:
+    state, _ = new_match(seed=1)
+    with pytest.raises(HandInProgressError) as info:
+        deal_next_hand(state)
+    assert info.value.metadata == {"hand": "1", "plays_left": "48"}
+    finished = position(["5H", ""], "5C", turn=0)
+    over, _ = apply(finished, Play(0, c("5H")))
+    assert over.phase is Phase.HAND_OVER
+    with pytest.raises(HandOverError):
+        apply(over, Play(1, c("5H")))
+
+
+def test_nothing_is_allowed_after_the_match_is_won() -> None:
+    won = position(["5H", ""], "5C", turn=0, scores=(120, 10))
+    over, _ = apply(won, Play(0, c("5H")))
+    assert over.phase is Phase.MATCH_OVER
+    assert over.winner == 0
+    with pytest.raises(MatchOverError):
+        deal_next_hand(over)
+    with pytest.raises(MatchOverError):
+        apply(over, Play(1, c("5H")))
+
+
+def test_seed_out_of_range_is_invalid_input() -> None:
+    for seed in (-1, 1 << 64):
+        with pytest.raises(InvalidInputError):
+            new_match(seed)

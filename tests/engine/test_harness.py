@@ -1,0 +1,93 @@
+"""The random-play harness: thousands of complete matches to a winner, invariants every step."""
+
+from __future__ import annotations
+
+import random
+
+from engine import (
+    ERAM,
+    TRADITIONAL,
+    CardPlayed,
+    CardsDealt,
+    HandScored,
+    HandStarted,
+    MatchEnded,
+    Phase,
+    Profile,
+    apply,
+    deal_next_hand,
+    new_match,
+)
+from engine.bots import greedy_play, random_play
+from tests.engine.test_properties import assert_conserved, check_hand_points
+
+MATCHES = 2000
+
+
+def play_match(seed: int, rng: random.Random, profile: Profile = ERAM, greedy: bool = False) -> int:
+    """Play one match to its winner, checking invariants; returns the number of hands."""
+    state, events = new_match(seed, profile)
+    carry = 0
+    hands = 0
+    plays_in_hand = 0
+    while True:
+        for event in events:
+            if isinstance(event, HandStarted):
+                plays_in_hand = 0
+            elif isinstance(event, CardPlayed):
+                plays_in_hand += 1
+                assert event.basra <= bool(event.captured)
+            elif isinstance(event, CardsDealt):
+                assert event.cards_each == profile.cards_per_deal
+            elif isinstance(event, HandScored):
+                hands += 1
+                assert plays_in_hand == profile.plays_per_hand
+                if profile.seats == 2 and profile.majority_points == 30:
+                    check_hand_points(event, carry)
+                carry = event.score.carry_after
+                assert event.totals == state.scores
+            elif isinstance(event, MatchEnded):
+                assert state.scores[event.winner] >= profile.target
+                assert state.scores[event.winner] == max(state.scores)
+                assert state.scores.count(max(state.scores)) == 1
+                return hands
+        assert_conserved(state)
+        if state.phase is Phase.PLAYING:
+            play = greedy_play(state) if greedy and state.turn == 0 else random_play(state, rng)
+            state, events = apply(state, play)
+        else:
+            state, events = deal_next_hand(state)
+
+
+def test_thousands_of_random_matches_end_with_a_winner() -> None:
+    rng = random.Random(2026)
+    hands = sum(play_match(rng.getrandbits(64), rng) for _ in range(MATCHES))
+    assert hands >= 2 * MATCHES  # 121 points take at least two hands of 43+
+
+
+def test_greedy_bot_beats_random_bot_most_of_the_time() -> None:
+    rng = random.Random(4)
+    wins = 0
+    for _ in range(60):
+        seed = rng.getrandbits(64)
+        state, _ = new_match(seed)
+        while state.phase is not Phase.MATCH_OVER:
+            if state.phase is Phase.HAND_OVER:
+                state, _ = deal_next_hand(state)
+            else:
+                play = greedy_play(state) if state.turn == 0 else random_play(state, rng)
+                state, _ = apply(state, play)
+        wins += state.winner == 0
+    assert wins >= 45
+
+
+def test_other_profiles_play_through_three_and_four_seats_and_traditional_rules() -> None:
+    rng = random.Random(9)
+    for profile in (
+        TRADITIONAL,
+        Profile("three", seats=3, majority_cards=18),
+        Profile("four", seats=4, majority_cards=14),
+        Profile("six-card deals", cards_per_deal=6),
+    ):
+        for _ in range(20):
+            assert play_match(rng.getrandbits(64), rng, profile) >= 1
