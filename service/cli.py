@@ -1,0 +1,40 @@
+"""The ``basra-engine`` command: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="basra-engine", description="Basra (ERAM rules) engine and gRPC service."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    plans = commands.add_parser(
+        "plans", help="list the capture plans of a card on a floor (rules oracle)"
+    )
+    plans.add_argument("--floor", default="", help='floor cards, e.g. "4S 6H 10C 3D"')
+    plans.add_argument("--card", help="the card played, e.g. 10H")
+    plans.add_argument(
+        "--batch", metavar="FILE", help='JSON lines {"floor": [...], "card": "..."} (- for stdin)'
+    )
+    plans.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    if args.command == "plans":
+        from service import oracle
+
+        return oracle.main(args.floor, args.card, args.batch, args.json)
+    raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

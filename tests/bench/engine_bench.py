@@ -1,0 +1,144 @@
+"""Engine benchmark: self-play speed, plan enumeration speed, and the worst crafted floors.
+
+    make bench            # or: python -m tests.bench.engine_bench
+
+Prints human-readable figures, then one JSON line. Figures, not pass/fail: targets are judged by
+reading them (see README, "Performance").
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import random
+import time
+from collections.abc import Callable
+
+from engine import Phase, apply, deal_next_hand, new_match
+from engine import plans as plans_module
+from engine.bots import random_play
+from engine.cards import CARDS, Card, mask_of
+from engine.plans import capture_plans
+
+REFERENCE_HANDS_PER_S = 9500  # fastest public engine we know (JIT TypeScript), same kind of machine
+
+
+def clear_caches() -> None:
+    for cached in (
+        plans_module._plans,
+        plans_module._group_profiles,
+        plans_module._splits,
+        plans_module._choices,
+    ):
+        cached.cache_clear()
+
+
+def self_play_hands_per_s(seconds: float) -> float:
+    """Random two-seat self-play: a random card, then a random plan of it, to the end of hands."""
+    rng = random.Random(1)
+    state, _ = new_match(rng.getrandbits(64))
+    hands = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        if state.phase is Phase.PLAYING:
+            state, _ = apply(state, random_play(state, rng))
+            continue
+        hands += 1
+        if time.perf_counter() > deadline:
+            return hands / (time.perf_counter() - start)
+        if state.phase is Phase.HAND_OVER:
+            state, _ = deal_next_hand(state)
+        else:
+            state, _ = new_match(rng.getrandbits(64))
+
+
+def typical_positions(count: int) -> list[tuple[int, Card]]:
+    """(floor, card) pairs met in random self-play, each card of the hand against its floor."""
+    rng = random.Random(2)
+    positions: list[tuple[int, Card]] = []
+    state, _ = new_match(3)
+    while len(positions) < count:
+        if state.phase is Phase.PLAYING:
+            floor = mask_of(state.floor)
+            positions += [(floor, card) for card in state.hands[state.turn]]
+            state, _ = apply(state, random_play(state, rng))
+        elif state.phase is Phase.HAND_OVER:
+            state, _ = deal_next_hand(state)
+        else:
+            state, _ = new_match(rng.getrandbits(64))
+    return positions[:count]
+
+
+def plans_per_s(positions: list[tuple[int, Card]]) -> float:
+    clear_caches()
+    start = time.perf_counter()
+    for floor, card in positions:
+        capture_plans(floor, card)
+    return len(positions) / (time.perf_counter() - start)
+
+
+CRAFTED: dict[str, Callable[[], list[Card]]] = {
+    "24 cards: every A-5 and four 6s": lambda: [c for c in CARDS if 1 <= c.value <= 6],
+    "24 random cards of values 1..5 and 6..9": lambda: random.Random(4).sample(
+        [c for c in CARDS if 1 <= c.value <= 9], 24
+    ),
+    "36 cards: every A-9 (the largest sum floor)": lambda: [c for c in CARDS if 1 <= c.value <= 9],
+}
+
+
+def worst_crafted_ms() -> tuple[float, list[str]]:
+    """Cold (caches cleared) time of the slowest card on each crafted floor."""
+    lines = []
+    worst_overall = 0.0
+    for name, make in CRAFTED.items():
+        floor = make()
+        mask = mask_of(floor)
+        worst, worst_card, count = 0.0, CARDS[0], 0
+        for card in CARDS:
+            if mask >> card & 1:
+                continue
+            clear_caches()
+            start = time.perf_counter()
+            plans = capture_plans(mask, card)
+            elapsed = (time.perf_counter() - start) * 1000
+            if elapsed > worst:
+                worst, worst_card, count = elapsed, card, len(plans)
+        worst_overall = max(worst_overall, worst)
+        lines.append(f"  {name}: slowest card {worst_card}, {worst:.2f} ms cold, {count} plans")
+    return worst_overall, lines
+
+
+def engine_figures(seconds: float = 3.0) -> dict[str, float]:
+    """Measure and print the engine figures; returns them for the JSON summary."""
+    print(f"# engine benchmark on {platform.python_implementation()} {platform.python_version()}")
+    hands = self_play_hands_per_s(seconds)
+    print(
+        f"random self-play: {hands:,.0f} hands/s (48 plays each), "
+        f"{hands / REFERENCE_HANDS_PER_S:.2f}x the {REFERENCE_HANDS_PER_S:,} hands/s of the "
+        "fastest public (JIT TypeScript) engine"
+    )
+    positions = typical_positions(50_000)
+    rate = plans_per_s(positions)
+    print(
+        f"capture plans on self-play positions: {rate:,.0f} positions/s "
+        f"({len(positions):,} positions, caches cleared first)"
+    )
+    worst, lines = worst_crafted_ms()
+    print("crafted floors (colluding players):")
+    print("\n".join(lines))
+    return {
+        "engine_hands_per_s": round(hands, 1),
+        "engine_vs_reference_ratio": round(hands / REFERENCE_HANDS_PER_S, 3),
+        "plans_per_s": round(rate, 1),
+        "plans_adversarial_max_ms": round(worst, 2),
+    }
+
+
+def main() -> None:
+    figures = engine_figures()
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
