@@ -6,39 +6,69 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check --quiet
+TOOLS := $(VENV)/.tools
 STAMP := $(VENV)/.installed
+GEN := gen/python/.generated
+PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
 
-.PHONY: help run test lint typecheck unit bench clean
+.PHONY: help run test lint typecheck unit bench golden redis-server clean
 
 help:
 	@echo "make run    set up and start the service on localhost:50051 (embedded store)"
-	@echo "make test   set up and run the whole suite (lint, types, tests)"
+	@echo "make test   set up and run the whole suite (contract, lint, types, tests)"
 	@echo "make bench  print engine and service performance figures"
 
-$(STAMP): pyproject.toml
+# Stage 1: the code generators (pinned), before the package can be installed.
+$(TOOLS): constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(PIP) install --upgrade pip
+	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf
+	@touch $@
+
+# Generated Python stubs: built from proto/ by buf, never committed (gen/ is ignored), so they
+# cannot go stale: any change to the contract rebuilds them.
+$(GEN): $(TOOLS) $(PROTOS)
+	$(BIN)/buf lint
+	$(BIN)/buf generate
+	touch gen/python/basra/__init__.py gen/python/basra/v1/__init__.py
+	@touch $@
+
+# Stage 2: the package itself (editable) with every runtime and dev dependency, pinned.
+$(STAMP): $(GEN) pyproject.toml constraints.txt
+	$(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
 run: $(STAMP)
 	$(BIN)/basra-engine serve --listen localhost:50051
 
 lint: $(STAMP)
+	$(BIN)/buf lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# Tests start their own redis-server; install it when the machine lacks one.
+redis-server:
+	@command -v redis-server >/dev/null || { \
+	  echo "redis-server not found: installing Debian's redis-server package"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends redis-server \
+	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends redis-server; }; }
+
+unit: $(STAMP) redis-server
 	$(BIN)/pytest
 
 test: lint typecheck unit
 
-bench: $(STAMP)
+bench: $(STAMP) redis-server
 	$(BIN)/python -m tests.bench.engine_bench
+
+golden: $(STAMP)
+	$(BIN)/python -m tests.engine.transcript --update
 
 clean:
 	rm -rf $(VENV) gen .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -8,7 +8,7 @@
 ``codec.encode``/``codec.decode`` store a state in about 120 bytes.
 """
 
-from engine.cards import Card, format_cards, parse_cards
+from engine.cards import CARDS, Card, format_cards, parse_cards
 from engine.codec import decode, encode
 from engine.errors import (
     BasraError,
@@ -44,6 +44,7 @@ from engine.state import HandScore, Phase, Play, SeatHandScore, State
 from engine.view import SeatView, view
 
 __all__ = [
+    "CARDS",
     "ERAM",
     "MAX_PLANS",
     "TRADITIONAL",
