@@ -6,6 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from service import config
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
@@ -23,6 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch", metavar="FILE", help='JSON lines {"floor": [...], "card": "..."} (- for stdin)'
     )
     plans.add_argument("--json", action="store_true", help="print one JSON object")
+
+    serve = commands.add_parser("serve", help="run the gRPC service")
+    config.add_arguments(serve)
     return parser
 
 
@@ -33,6 +38,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from service import oracle
 
         return oracle.main(args.floor, args.card, args.batch, args.json)
+    if args.command == "serve":
+        from service import server
+
+        try:
+            settings = config.from_args(args)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        server.serve(settings)
+        return 0
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -1,0 +1,486 @@
+"""The BasraService RPCs: decode the request, load the match, call the engine, store, reply.
+
+Every change to a match (Play, the next hand's Deal) takes one path, ``_change``: authenticate
+the seat, answer a retried request_id from its record, check expected_version, apply the engine,
+then commit with compare-and-set on the version, reloading and deciding again when another
+replica won the race. So a play is applied exactly once, whatever the retries and races.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Final, TypeVar
+
+import grpc
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc, game_pb2
+from google.protobuf.message import Message
+
+from engine import (
+    BasraError,
+    CardNotInHandError,
+    CardPlayed,
+    CardsDealt,
+    Event,
+    HandScored,
+    HandStarted,
+    MatchEnded,
+    Play,
+    State,
+    apply,
+    deal_next_hand,
+    decode,
+    encode,
+    format_cards,
+    legal_plans,
+    new_match,
+)
+from engine.game import MAX_SEED
+from service import auth, convert, records
+from service.config import Settings
+from service.errors import ServiceError, from_engine, internal, invalid_argument, store_unavailable
+from service.metrics import Metrics
+from service.ratelimit import TokenBucket
+from service.store import Commit, EventEntry, MatchRecord, NewMatch, Store, StoreUnavailableError
+
+log = logging.getLogger("basra.rpc")
+R = TypeVar("R", bound=Message)
+CAS_ATTEMPTS: Final = 8
+SEATS: Final = 2
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def _reject(error: BaseException) -> ServiceError:
+    """The status a failure of a call becomes."""
+    if isinstance(error, ServiceError):
+        return error
+    if isinstance(error, StoreUnavailableError):
+        return store_unavailable()
+    if isinstance(error, BasraError):
+        return from_engine(error)
+    log.error("unexpected failure", exc_info=error)
+    return internal()
+
+
+def unary(
+    method: str,
+) -> Callable[
+    [Callable[[Servicer, Any, Context], Awaitable[R]]],
+    Callable[[Servicer, Any, Context], Awaitable[R]],
+]:
+    """Turn failures into statuses with details, and count and time the call."""
+
+    def wrap(
+        handler: Callable[[Servicer, Any, Context], Awaitable[R]],
+    ) -> Callable[[Servicer, Any, Context], Awaitable[R]]:
+        @functools.wraps(handler)
+        async def call(self: Servicer, request: Any, context: Context) -> R:
+            start = time.perf_counter()
+            try:
+                response = await handler(self, request, context)
+            except Exception as exc:
+                error = _reject(exc)
+                self._observe(method, request, start, error)
+                await context.abort(error.code, error.message, error.trailing_metadata())
+                raise  # abort raises; this keeps type checkers informed
+            self._observe(method, request, start, None)
+            return response
+
+        return call
+
+    return wrap
+
+
+class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
+    """BasraService over a Store. Holds no match state between calls."""
+
+    def __init__(self, settings: Settings, store: Store, metrics: Metrics) -> None:
+        self._settings = settings
+        self._store = store
+        self._metrics = metrics
+        self._creations = TokenBucket(settings.create_rate, settings.create_burst)
+
+    def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
+        elapsed = time.perf_counter() - start
+        code = "OK" if error is None else error.code.name
+        self._metrics.calls.labels(method, code).inc()
+        self._metrics.latency.labels(method).observe(elapsed)
+        if error is not None:
+            log.info(
+                "call rejected",
+                extra={
+                    "method": method,
+                    "code": code,
+                    "reason": error.reason,
+                    "match_id": getattr(request, "match_id", ""),
+                    "ms": round(elapsed * 1e3, 2),
+                },
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "call",
+                extra={
+                    "method": method,
+                    "code": code,
+                    "match_id": getattr(request, "match_id", ""),
+                    "ms": round(elapsed * 1e3, 2),
+                },
+            )
+
+    # -- Deal ---------------------------------------------------------------------------------
+
+    @unary("Deal")
+    async def Deal(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+        if request.match_id:
+            return await self._next_hand(request, context)
+        return await self._create(request, context)
+
+    async def _create(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+        request_id = auth.check_request_id(request.request_id, creating=True)
+        if request.seat not in range(SEATS):
+            raise invalid_argument("seat", f"must be 0..{SEATS - 1}")
+        if request.HasField("expected_version"):
+            raise invalid_argument("expected_version", "applies only to dealing a next hand")
+        auth.check_api_key(auth.metadata_of(context), self._settings.api_key)
+        if request.HasField("seed") and not self._settings.allow_seeds:
+            raise ServiceError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "SEEDS_DISABLED",
+                "this server draws its own seeds: omit seed",
+            )
+        if (wait := self._creations.take()) > 0:
+            raise ServiceError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "RATE_LIMITED",
+                "too many matches created: retry later",
+                {"retry_after_s": wait},
+                retry_after_s=wait,
+            )
+        fingerprint = auth.fingerprint("Deal", _without_request_id(request))
+        for _ in range(3):
+            seed = request.seed if request.HasField("seed") else secrets.randbits(64)
+            assert 0 <= seed <= MAX_SEED
+            match_id = auth.match_id_for(request_id) if request_id else auth.new_match_id()
+            state, events = new_match(seed)
+            tokens = [auth.new_token() for _ in range(SEATS)]
+            creation = b""
+            if request_id:
+                sealed = auth.seal_tokens(request_id, [raw for _, raw in tokens])
+                creation = records.Creation(fingerprint, request.seat, sealed).encode()
+            new = NewMatch(
+                record=MatchRecord(
+                    match_id=match_id,
+                    version=1,
+                    state=encode(state),
+                    token_hashes=tuple(auth.token_hash(text) for text, _ in tokens),
+                    creation=creation,
+                    requests=(b"",) * SEATS,
+                ),
+                entry=_entry(1, records.new_match_command(seed), state, events),
+            )
+            if await self._store.create(new):
+                self._metrics.matches_created.inc()
+                self._metrics.hands_dealt.inc()
+                log.info("match created", extra={"match_id": match_id})
+                return _creation_response(
+                    match_id, state, events, [text for text, _ in tokens], request.seat
+                )
+            if request_id:
+                return await self._repeat_creation(match_id, request_id, fingerprint)
+        raise internal()  # three random 128-bit ids taken: not a thing that happens
+
+    async def _repeat_creation(
+        self, match_id: str, request_id: str, fingerprint: bytes
+    ) -> pb.DealResponse:
+        """A retried creating Deal: the original response, tokens included."""
+        record = await self._load(match_id)
+        creation = records.Creation.decode(record.creation)
+        if creation is None or not hmac.compare_digest(creation.fingerprint, fingerprint):
+            raise _request_id_reused()
+        try:
+            raw_tokens = auth.open_tokens(request_id, creation.sealed_tokens, SEATS)
+        except ValueError:
+            raise _request_id_reused() from None
+        self._metrics.idempotent_replays.inc()
+        # Version 1 is new_match(seed) by construction: rebuild the original response from it.
+        state, events = new_match(decode(record.state).seed)
+        tokens = [auth.token_text(raw) for raw in raw_tokens]
+        return _creation_response(match_id, state, events, tokens, creation.seat)
+
+    async def _next_hand(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+        if request.HasField("seed"):
+            raise invalid_argument("seed", "applies only to creating a match")
+
+        def act(state: State, seat: int, version: int) -> tuple[pb.DealResponse, State, EventEntry]:
+            after, events = deal_next_hand(state)
+            response = pb.DealResponse(
+                match_id=request.match_id,
+                view=convert.view_to_pb(after, seat, request.match_id, version),
+                events=_events_for(events, version, after, seat),
+            )
+            entry = _entry(version, records.deal_command(seat), after, events)
+            return response, after, entry
+
+        response = await self._change("Deal", request, context, pb.DealResponse, act)
+        self._metrics.hands_dealt.inc()
+        return response
+
+    # -- Play ---------------------------------------------------------------------------------
+
+    @unary("Play")
+    async def Play(self, request: pb.PlayRequest, context: Context) -> pb.PlayResponse:
+        if not request.HasField("card"):
+            raise invalid_argument("card", "is required", reason="INVALID_CARD")
+        card = convert.card_from_pb(request.card)
+        if request.plan_id < 0:
+            raise invalid_argument("plan_id", "must be 0 (none named) or a plan id from 1")
+        if request.plan_id and request.trail:
+            raise invalid_argument("trail", "cannot be combined with plan_id")
+
+        def act(state: State, seat: int, version: int) -> tuple[pb.PlayResponse, State, EventEntry]:
+            play = Play(seat, card, request.plan_id or None, request.trail)
+            after, events = apply(state, play)
+            played = events[0]
+            assert isinstance(played, CardPlayed)
+            response = pb.PlayResponse(
+                played=convert.card_played_to_pb(played),
+                view=convert.view_to_pb(after, seat, request.match_id, version),
+                events=_events_for(events, version, after, seat),
+            )
+            for event in events:
+                if isinstance(event, HandScored):
+                    response.hand_score.CopyFrom(convert.hand_score_to_pb(event.score))
+                elif isinstance(event, MatchEnded):
+                    response.result.CopyFrom(
+                        game_pb2.MatchResult(winner=event.winner, totals=event.totals)
+                    )
+            entry = _entry(version, records.play_command(play, played.plan), after, events)
+            return response, after, entry
+
+        response = await self._change("Play", request, context, pb.PlayResponse, act)
+        self._metrics.plays.inc()
+        if response.played.basra:
+            self._metrics.basras.inc()
+        if response.HasField("result"):
+            log.info(
+                "match ended",
+                extra={"match_id": request.match_id, "winner": response.result.winner},
+            )
+        return response
+
+    # -- Reads --------------------------------------------------------------------------------
+
+    @unary("ListPlans")
+    async def ListPlans(
+        self, request: pb.ListPlansRequest, context: Context
+    ) -> pb.ListPlansResponse:
+        card = convert.card_from_pb(request.card) if request.HasField("card") else None
+        record, seat, state = await self._read(request.match_id, context)
+        hand = state.hands[seat]
+        if card is not None and card not in hand:
+            raise CardNotInHandError(card, format_cards(sorted(hand)))
+        cards = hand if card is None else (card,)
+        return pb.ListPlansResponse(
+            cards=[convert.card_plans_to_pb(c, legal_plans(state, c)) for c in cards],
+            version=record.version,
+        )
+
+    @unary("Score")
+    async def Score(self, request: pb.ScoreRequest, context: Context) -> pb.ScoreResponse:
+        record, _, state = await self._read(request.match_id, context)
+        return pb.ScoreResponse(scoreboard=convert.scoreboard_to_pb(state), version=record.version)
+
+    @unary("GetMatch")
+    async def GetMatch(self, request: pb.GetMatchRequest, context: Context) -> pb.GetMatchResponse:
+        record, seat, state = await self._read(request.match_id, context)
+        return pb.GetMatchResponse(
+            view=convert.view_to_pb(state, seat, record.match_id, record.version)
+        )
+
+    async def WatchMatch(
+        self, request: pb.WatchMatchRequest, context: Context
+    ) -> AsyncIterator[pb.WatchMatchResponse]:
+        start = time.perf_counter()
+        self._metrics.watch_streams.inc()
+        try:
+            async for response in self._watch(request, context):
+                yield response
+        except Exception as exc:
+            error = _reject(exc)
+            self._observe("WatchMatch", request, start, error)
+            await context.abort(error.code, error.message, error.trailing_metadata())
+        else:
+            self._observe("WatchMatch", request, start, None)
+        finally:
+            self._metrics.watch_streams.dec()
+
+    async def _watch(
+        self, request: pb.WatchMatchRequest, context: Context
+    ) -> AsyncIterator[pb.WatchMatchResponse]:
+        if request.after_version < 0:
+            raise invalid_argument("after_version", "must be 0 or more")
+        record, seat, state = await self._read(request.match_id, context)
+        if request.after_version > record.version:
+            raise invalid_argument(
+                "after_version", f"is beyond the match's current version {record.version}"
+            )
+        after = request.after_version
+        first = True
+        while True:
+            if state.winner is not None and after >= record.version:
+                return  # the match is over and everything was sent
+            page = await self._store.events(record.match_id, after, self._settings.watch_poll_s)
+            if page.oldest_version is None:
+                raise _not_found(record.match_id)
+            if first and after and after + 1 < page.oldest_version:
+                raise ServiceError(
+                    grpc.StatusCode.OUT_OF_RANGE,
+                    "HISTORY_TRIMMED",
+                    "events after that version are no longer kept: call GetMatch and resume "
+                    "from its version",
+                    {"after_version": after, "oldest_version": page.oldest_version},
+                )
+            first = False
+            for entry in page.entries:
+                dealt = records.decode_cards(entry.dealt_to(seat))
+                for event in records.decode_events(entry.events):
+                    yield pb.WatchMatchResponse(event=convert.for_seat(event, dealt))
+                    if event.HasField("match_ended"):
+                        return
+                after = entry.version
+
+    # -- Shared paths -------------------------------------------------------------------------
+
+    async def _load(self, match_id: str) -> MatchRecord:
+        record = await self._store.load(match_id)
+        if record is None:
+            raise _not_found(match_id)
+        return record
+
+    async def _read(self, match_id: str, context: Context) -> tuple[MatchRecord, int, State]:
+        """The match, the caller's seat and the state, for a read-only call."""
+        auth.check_match_id(match_id)
+        token = auth.bearer_token(auth.metadata_of(context))
+        record = await self._load(match_id)
+        seat = auth.seat_of(token, record.token_hashes)
+        return record, seat, decode(record.state)
+
+    async def _change(
+        self,
+        rpc: str,
+        request: pb.PlayRequest | pb.DealRequest,
+        context: Context,
+        response_type: type[R],
+        act: Callable[[State, int, int], tuple[R, State, EventEntry]],
+    ) -> R:
+        """Apply one change to a match exactly once (see the module docstring)."""
+        match_id = auth.check_match_id(request.match_id)
+        request_id = auth.check_request_id(request.request_id)
+        expected = request.expected_version if request.HasField("expected_version") else None
+        if expected is not None and expected < 1:
+            raise invalid_argument("expected_version", "versions start at 1")
+        token = auth.bearer_token(auth.metadata_of(context))
+        asked = auth.request_hash(request_id) if request_id else b""
+        fingerprint = auth.fingerprint(rpc, _without_request_id(request)) if request_id else b""
+        for _ in range(CAS_ATTEMPTS):
+            record = await self._load(match_id)
+            seat = auth.seat_of(token, record.token_hashes)
+            if request_id:
+                previous = records.SeatRequest.decode(record.requests[seat])
+                if previous is not None and hmac.compare_digest(previous.request_hash, asked):
+                    if not hmac.compare_digest(previous.fingerprint, fingerprint):
+                        raise _request_id_reused()
+                    self._metrics.idempotent_replays.inc()
+                    return response_type.FromString(previous.response)
+            if expected is not None and expected != record.version:
+                raise _version_mismatch(expected, record.version)
+            version = record.version + 1
+            response, after, entry = act(decode(record.state), seat, version)
+            stored = records.SeatRequest(asked, fingerprint, response.SerializeToString())
+            commit = Commit(
+                expected_version=record.version,
+                version=version,
+                state=encode(after),
+                seat=seat,
+                request=stored.encode() if request_id else b"",
+                entry=entry,
+            )
+            if await self._store.commit(match_id, commit):
+                return response
+            self._metrics.version_conflicts.inc()
+        raise ServiceError(
+            grpc.StatusCode.ABORTED,
+            "VERSION_MISMATCH",
+            "the match kept changing under this call: reload and retry",
+            {"match_id": match_id},
+        )
+
+
+def _creation_response(
+    match_id: str, state: State, events: Sequence[Event], tokens: Sequence[str], seat: int
+) -> pb.DealResponse:
+    return pb.DealResponse(
+        match_id=match_id,
+        seat_tokens=[pb.SeatToken(seat=s, token=t) for s, t in enumerate(tokens)],
+        view=convert.view_to_pb(state, seat, match_id, 1),
+        events=_events_for(events, 1, state, seat),
+    )
+
+
+def _deals(events: Sequence[Event]) -> bool:
+    return any(isinstance(e, HandStarted | CardsDealt) for e in events)
+
+
+def _events_for(
+    events: Sequence[Event], version: int, after: State, seat: int
+) -> list[game_pb2.MatchEvent]:
+    """The events as ``seat`` receives them: a deal carries its own new cards (its hand now)."""
+    dealt = after.hands[seat] if _deals(events) else ()
+    return [convert.for_seat(convert.event_to_pb(e, version), dealt) for e in events]
+
+
+def _entry(version: int, command: bytes, after: State, events: Sequence[Event]) -> EventEntry:
+    """The stored event entry of a version: public events, plus each seat's dealt cards."""
+    private = tuple(records.encode_cards(h) for h in after.hands) if _deals(events) else ()
+    return EventEntry(
+        version=version,
+        command=command,
+        events=records.encode_events(convert.event_to_pb(e, version) for e in events),
+        private=private,
+    )
+
+
+def _without_request_id(request: pb.PlayRequest | pb.DealRequest) -> bytes:
+    copy = type(request).FromString(request.SerializeToString())
+    copy.ClearField("request_id")
+    return copy.SerializeToString(deterministic=True)
+
+
+def _not_found(match_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.NOT_FOUND,
+        "MATCH_NOT_FOUND",
+        f"no match {match_id!r}: it never existed or has expired",
+        {"match_id": match_id},
+    )
+
+
+def _request_id_reused() -> ServiceError:
+    return invalid_argument(
+        "request_id", "was already used for a different request", reason="REQUEST_ID_REUSED"
+    )
+
+
+def _version_mismatch(expected: int, current: int) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.ABORTED,
+        "VERSION_MISMATCH",
+        f"expected version {expected} but the match is at {current}: reload and decide again",
+        {"expected_version": expected, "current_version": current},
+    )

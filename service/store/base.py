@@ -1,0 +1,112 @@
+"""The store interface and the records it keeps.
+
+A match is one record (version, engine state bytes, seat token hashes, creation and per-seat
+request records) plus an append-only, capped list of event entries, one per version. Writes are
+compare-and-set on the version, so two replicas racing on one match apply exactly one change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class StoreUnavailableError(Exception):
+    """The store could not be reached within the deadline; nothing is known to have changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventEntry:
+    """What one version of a match did: stored once, streamed to every seat, replayable."""
+
+    version: int
+    command: bytes
+    """The engine input that produced this version (see service.records), for audit replays."""
+    events: bytes
+    """The public MatchEvent messages of this version (service.records.encode_events)."""
+    private: tuple[bytes, ...]
+    """Per seat, the cards it was dealt at this version (empty when no deal happened)."""
+
+    def dealt_to(self, seat: int) -> bytes:
+        """The cards ``seat`` was dealt at this version (empty when none)."""
+        return self.private[seat] if seat < len(self.private) else b""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecord:
+    """A stored match."""
+
+    match_id: str
+    version: int
+    state: bytes
+    """engine.codec bytes."""
+    token_hashes: tuple[bytes, ...]
+    creation: bytes
+    """The creating Deal's idempotency record (service.records.Creation), or empty."""
+    requests: tuple[bytes, ...]
+    """Per seat, its latest idempotent request (service.records.SeatRequest), or empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewMatch:
+    """A match to create at version 1."""
+
+    record: MatchRecord
+    entry: EventEntry
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One change to a match: applied only if the match is still at ``expected_version``."""
+
+    expected_version: int
+    version: int
+    state: bytes
+    seat: int
+    request: bytes
+    """The seat's new request record; empty clears it."""
+    entry: EventEntry
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """Entries after a version, and the oldest version the store still holds."""
+
+    entries: tuple[EventEntry, ...]
+    oldest_version: int | None
+    """None when the match has no entries any more (expired)."""
+
+
+class Store(Protocol):
+    """Match storage shared by every replica. Every method raises StoreUnavailableError when the
+    store cannot answer within its deadline."""
+
+    async def load(self, match_id: str) -> MatchRecord | None:
+        """The match, or None when it does not exist (never created, or expired)."""
+        ...
+
+    async def create(self, new: NewMatch) -> bool:
+        """Create the match unless its id exists; True when created. Atomic."""
+        ...
+
+    async def commit(self, match_id: str, commit: Commit) -> bool:
+        """Apply the change if the match is at ``commit.expected_version``; True when applied.
+
+        False when another change won the race (or the match expired): reload and decide again.
+        The event entry, the state and the request record are written together or not at all,
+        and the match's idle expiry restarts.
+        """
+        ...
+
+    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
+        """Entries with versions above ``after_version``, oldest first; when there are none yet,
+        wait up to ``wait_s`` seconds for one."""
+        ...
+
+    async def ping(self) -> None:
+        """Return when the store answers."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...

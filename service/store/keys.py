@@ -1,0 +1,48 @@
+"""Every Redis key and hash field name, in one place.
+
+A match's keys share the ``{match id}`` hash tag, so they live in one Redis Cluster slot and one
+Lua script can update them atomically.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "basra"
+
+# Fields of the match hash.
+VERSION: Final = "v"
+STATE: Final = "s"
+TOKENS: Final = "t"
+CREATION: Final = "c"
+REQUEST_PREFIX: Final = "q"  # q0, q1: each seat's latest idempotent request
+
+# Fields of an event stream entry.
+COMMAND: Final = "c"
+EVENTS: Final = "e"
+PRIVATE_PREFIX: Final = "p"  # p0, p1: the cards each seat was dealt
+
+
+def match_key(match_id: str) -> str:
+    """The hash holding the match record."""
+    return f"{PREFIX}:{{{match_id}}}:match"
+
+
+def events_key(match_id: str) -> str:
+    """The stream of the match's event entries (audit log and WatchMatch feed)."""
+    return f"{PREFIX}:{{{match_id}}}:events"
+
+
+def request_field(seat: int) -> str:
+    """The hash field of a seat's latest idempotent request."""
+    return f"{REQUEST_PREFIX}{seat}"
+
+
+def private_field(seat: int) -> str:
+    """The stream entry field with a seat's dealt cards."""
+    return f"{PRIVATE_PREFIX}{seat}"
+
+
+def stream_id(version: int) -> str:
+    """A version's stream entry id: versions are the ids, so resuming is XREAD after one."""
+    return f"{version}-0"

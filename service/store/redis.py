@@ -1,0 +1,207 @@
+"""The Redis store: matches shared by every replica, Redis Cluster ready.
+
+A match is a hash (``keys.match_key``) and a capped stream (``keys.events_key``) under one hash
+tag. Loading is one HGETALL; every change is one Lua script that checks the version, writes the
+state, the seat's request record and the event entry, and restarts the idle expiry of both keys:
+two round trips per play. Every call has a deadline; past it, or on any connection fault, the
+call raises StoreUnavailableError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+
+from redis import exceptions as redis_errors
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from service.store import keys
+from service.store.base import (
+    Commit,
+    EventEntry,
+    EventPage,
+    MatchRecord,
+    NewMatch,
+    StoreUnavailableError,
+)
+
+_UNAVAILABLE: Final = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    redis_errors.ClusterError,
+    redis_errors.ReadOnlyError,
+    redis_errors.TryAgainError,
+    OSError,
+    TimeoutError,
+)
+
+# KEYS: match hash, events stream. ARGV: ttl ms, maxlen, version, state, tokens, creation,
+# then the entry's field/value pairs.
+_CREATE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[3], 's', ARGV[4], 't', ARGV[5], 'c', ARGV[6])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 7))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1
+"""
+
+# KEYS: match hash, events stream. ARGV: ttl ms, maxlen, expected version, new version, state,
+# request field, request record ('' clears it), then the entry's field/value pairs.
+_COMMIT: Final = """
+local current = redis.call('HGET', KEYS[1], 'v')
+if current ~= ARGV[3] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[4], 's', ARGV[5])
+if ARGV[7] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[6])
+else
+  redis.call('HSET', KEYS[1], ARGV[6], ARGV[7])
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 8))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1
+"""
+
+
+class RedisStore:
+    """Match storage in Redis (standalone, Sentinel-fronted or Cluster)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        cluster: bool,
+        ttl_s: float,
+        events_maxlen: int,
+        timeout_s: float,
+    ) -> None:
+        self._ttl_ms = int(ttl_s * 1000)
+        self._maxlen = events_maxlen
+        self._timeout_s = timeout_s
+        options: dict[str, Any] = {
+            "socket_timeout": timeout_s,
+            "socket_connect_timeout": timeout_s,
+            "decode_responses": False,
+        }
+        self._redis: Redis | RedisCluster
+        if cluster:
+            self._redis = RedisCluster.from_url(url, **options)
+        else:
+            self._redis = Redis.from_url(url, **options, health_check_interval=30)
+        self._create = self._redis.register_script(_CREATE)
+        self._commit = self._redis.register_script(_COMMIT)
+
+    async def _call(self, operation: Any, timeout_s: float | None = None) -> Any:
+        try:
+            async with asyncio.timeout(timeout_s or self._timeout_s):
+                return await operation
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailableError(type(exc).__name__) from exc
+
+    async def load(self, match_id: str) -> MatchRecord | None:
+        fields: dict[bytes, bytes] = await self._call(self._redis.hgetall(keys.match_key(match_id)))
+        if not fields:
+            return None
+        tokens = fields[keys.TOKENS.encode()]
+        seats = len(tokens) // 32
+        return MatchRecord(
+            match_id=match_id,
+            version=int(fields[keys.VERSION.encode()]),
+            state=fields[keys.STATE.encode()],
+            token_hashes=tuple(tokens[i : i + 32] for i in range(0, len(tokens), 32)),
+            creation=fields.get(keys.CREATION.encode(), b""),
+            requests=tuple(
+                fields.get(keys.request_field(seat).encode(), b"") for seat in range(seats)
+            ),
+        )
+
+    async def create(self, new: NewMatch) -> bool:
+        record = new.record
+        created = await self._call(
+            self._create(
+                keys=[keys.match_key(record.match_id), keys.events_key(record.match_id)],
+                args=[
+                    self._ttl_ms,
+                    self._maxlen,
+                    record.version,
+                    record.state,
+                    b"".join(record.token_hashes),
+                    record.creation,
+                    *_entry_fields(new.entry),
+                ],
+            )
+        )
+        return bool(created)
+
+    async def commit(self, match_id: str, commit: Commit) -> bool:
+        applied = await self._call(
+            self._commit(
+                keys=[keys.match_key(match_id), keys.events_key(match_id)],
+                args=[
+                    self._ttl_ms,
+                    self._maxlen,
+                    commit.expected_version,
+                    commit.version,
+                    commit.state,
+                    keys.request_field(commit.seat),
+                    commit.request,
+                    *_entry_fields(commit.entry),
+                ],
+            )
+        )
+        return bool(applied)
+
+    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
+        key = keys.events_key(match_id)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.xrange(key, "-", "+", count=1)
+        pipe.xrange(key, "(" + keys.stream_id(after_version), "+")
+        first, entries = await self._call(pipe.execute())
+        if not first:
+            return EventPage((), None)
+        if not entries:
+            # Block on the server for the next entry; the deadline covers the wait.
+            found = await self._call(
+                self._redis.xread({key: keys.stream_id(after_version)}, block=int(wait_s * 1000)),
+                timeout_s=wait_s + self._timeout_s,
+            )
+            entries = found[0][1] if found else []
+        return EventPage(tuple(_entry(e) for e in entries), _version(first[0][0]))
+
+    async def ping(self) -> None:
+        await self._call(self._redis.ping())
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+    async def memory_usage(self, match_id: str) -> tuple[int, int]:
+        """Bytes Redis uses for the match record and for its event stream (benchmarks)."""
+        record = await self._call(self._redis.memory_usage(keys.match_key(match_id), samples=0))
+        stream = await self._call(self._redis.memory_usage(keys.events_key(match_id), samples=0))
+        return int(record or 0), int(stream or 0)
+
+
+def _entry_fields(entry: EventEntry) -> list[bytes | str]:
+    fields: list[bytes | str] = [keys.COMMAND, entry.command, keys.EVENTS, entry.events]
+    for seat, cards in enumerate(entry.private):
+        if cards:
+            fields += [keys.private_field(seat), cards]
+    return fields
+
+
+def _version(stream_id: bytes) -> int:
+    return int(stream_id.split(b"-", 1)[0])
+
+
+def _entry(raw: tuple[bytes, dict[bytes, bytes]]) -> EventEntry:
+    stream_id, fields = raw
+    prefix = keys.PRIVATE_PREFIX.encode()
+    dealt = {int(k[len(prefix) :]): v for k, v in fields.items() if k.startswith(prefix)}
+    return EventEntry(
+        version=_version(stream_id),
+        command=fields[keys.COMMAND.encode()],
+        events=fields[keys.EVENTS.encode()],
+        private=tuple(dealt.get(seat, b"") for seat in range(max(dealt, default=-1) + 1)),
+    )
