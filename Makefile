@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 GEN := gen/python/.generated
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
 
-.PHONY: help run test lint typecheck unit bench golden redis-server clean
+.PHONY: help run test lint typecheck unit bench golden redis-server kubectl clean
 
 help:
 	@echo "make run    set up and start the service on localhost:50051 (embedded store)"
@@ -59,7 +59,15 @@ redis-server:
 	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
 	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends redis-server; }; }
 
-unit: $(STAMP) redis-server
+# Deploy tests render the manifests with kubectl kustomize (Debian's kubernetes-client).
+kubectl:
+	@command -v kubectl >/dev/null || { \
+	  echo "kubectl not found: installing Debian's kubernetes-client package"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends kubernetes-client \
+	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends kubernetes-client; }; }
+
+unit: $(STAMP) redis-server kubectl
 	$(BIN)/pytest
 
 test: lint typecheck unit
