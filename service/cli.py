@@ -28,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the gRPC service")
     config.add_arguments(serve)
+
+    demo = commands.add_parser("demo", help="watch two bots play a match through the RPCs")
+    demo.add_argument("--target", default="localhost:50051", help="server address HOST:PORT")
+    demo.add_argument("--seed", type=int, help="match seed (the server must allow seeds)")
+    demo.add_argument("--api-key", help="API key, when the server requires one")
     return parser
 
 
@@ -48,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         server.serve(settings)
         return 0
+    if args.command == "demo":
+        from service import demo
+
+        return demo.run(args.target, sys.stdout, seed=args.seed, api_key=args.api_key)
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -19,8 +19,9 @@ class Settings:
 
     listen: str = "[::]:50051"
     """gRPC listen address (host:port; port 0 picks a free port)."""
-    redis_url: str | None = None
-    """redis:// or rediss:// URL (password included); None runs on the embedded store."""
+    redis_url: str | None = field(default=None, repr=False)
+    """redis://, rediss:// or redis+sentinel://host:port,.../master URL (password included);
+    None runs on the embedded store."""
     redis_cluster: bool = False
     """The URL points at a Redis Cluster node."""
     match_ttl_s: int = 7 * 24 * 3600
@@ -53,9 +54,11 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.redis_url is not None and not self.redis_url.startswith(
-            ("redis://", "rediss://", "unix://")
+            ("redis://", "rediss://", "unix://", "redis+sentinel://")
         ):
-            raise ValueError("REDIS_URL must start with redis://, rediss:// or unix://")
+            raise ValueError(
+                "REDIS_URL must start with redis://, rediss://, unix:// or redis+sentinel://"
+            )
         positive = (
             "match_ttl_s",
             "drain_s",

@@ -1,8 +1,9 @@
 """The gRPC server: BasraService, the standard health service, reflection, metrics, draining.
 
 ``create_server`` builds and starts a server (tests bind port 0); ``serve`` runs one until
-SIGTERM or SIGINT, then drains: health turns NOT_SERVING so load balancers stop routing here,
-and in-flight calls get ``drain_s`` seconds to finish.
+SIGTERM or SIGINT, then drains within ``drain_s`` (see ``BasraServer.stop``): health turns
+NOT_SERVING at once, calls are still served for a quarter of the time, then in-flight calls get
+the rest to finish.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from service.store.redis import RedisStore
 
 log = logging.getLogger("basra.server")
 SERVICE_NAME: Final = basra_service_pb2.DESCRIPTOR.services_by_name["BasraService"].full_name
+LIVENESS: Final = "liveness"
+"""Health service name for liveness probes: SERVING while the process runs, whatever the store
+(a store outage must not restart every replica). Readiness uses SERVICE_NAME (or "")."""
 
 
 def open_store(settings: Settings) -> Store:
@@ -56,14 +60,21 @@ class BasraServer:
     metrics_port: int | None = None
     _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    async def stop(self, grace_s: float | None) -> None:
-        """Stop taking calls (health NOT_SERVING), let in-flight ones finish, close the store."""
-        await self.health.enter_graceful_shutdown()
+    async def stop(self, drain_s: float | None) -> None:
+        """Drain and stop within ``drain_s`` seconds, then close the store.
+
+        The first quarter is notice: health says NOT_SERVING (so health-checking load balancers
+        move away) while calls are still served. Then new calls are refused and in-flight ones
+        (open WatchMatch streams included) get the rest of the time before they are cut.
+        """
         if self._watchdog is not None:
             self._watchdog.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watchdog
-        await self.grpc_server.stop(grace_s)
+        await self.health.enter_graceful_shutdown()
+        if drain_s:
+            await asyncio.sleep(drain_s / 4)
+        await self.grpc_server.stop(drain_s * 3 / 4 if drain_s else drain_s)
         await self.store.close()
 
     async def watch_store(self, interval_s: float) -> None:
@@ -119,6 +130,7 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ),
         server,
     )
+    await health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
     port = server.add_insecure_port(settings.listen)
     if port == 0:
         raise OSError(f"cannot listen on {settings.listen}")

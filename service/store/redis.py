@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.sentinel import Sentinel
 
 from service.store import keys
 from service.store.base import (
@@ -41,7 +43,7 @@ _UNAVAILABLE: Final = (
 _CREATE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[3], 's', ARGV[4], 't', ARGV[5], 'c', ARGV[6])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 7))
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 7))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
@@ -58,7 +60,7 @@ if ARGV[7] == '' then
 else
   redis.call('HSET', KEYS[1], ARGV[6], ARGV[7])
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 8))
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 8))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
@@ -88,6 +90,8 @@ class RedisStore:
         self._redis: Redis | RedisCluster
         if cluster:
             self._redis = RedisCluster.from_url(url, **options)
+        elif url.startswith(SENTINEL_SCHEME):
+            self._redis = sentinel_master(url, options)
         else:
             self._redis = Redis.from_url(url, **options, health_check_interval=30)
         self._create = self._redis.register_script(_CREATE)
@@ -181,6 +185,39 @@ class RedisStore:
         record = await self._call(self._redis.memory_usage(keys.match_key(match_id), samples=0))
         stream = await self._call(self._redis.memory_usage(keys.events_key(match_id), samples=0))
         return int(record or 0), int(stream or 0)
+
+
+SENTINEL_SCHEME: Final = "redis+sentinel://"
+
+
+def sentinel_master(url: str, options: dict[str, Any]) -> Redis:
+    """A client of the master that Redis Sentinel names, from
+    ``redis+sentinel://[:password@]host:port[,host:port...]/<master name>[/db]``.
+
+    The password authenticates both the sentinels and the master.
+
+    Raises:
+        ValueError: the URL does not name at least one sentinel and a master.
+    """
+    parts = urlsplit(url)
+    hosts = parts.netloc.rpartition("@")[2]
+    password = unquote(parts.password) if parts.password else None
+    path = [p for p in parts.path.split("/") if p]
+    sentinels = []
+    for host in filter(None, hosts.split(",")):
+        name, _, port = host.rpartition(":")
+        sentinels.append((name.strip("[]") or host, int(port or 26379)))
+    if not sentinels or not path:
+        raise ValueError(
+            "a sentinel URL names sentinels and a master: redis+sentinel://host:26379/<master name>"
+        )
+    auth = {"password": password} if password else {}
+    # redis-py's Sentinel is untyped; master_for returns a Redis client.
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        sentinels, sentinel_kwargs={**options, **auth}, **options, **auth
+    )
+    master: Redis = sentinel.master_for(path[0], db=int(path[1]) if len(path) > 1 else 0)
+    return master
 
 
 def _entry_fields(entry: EventEntry) -> list[bytes | str]:
