@@ -1,0 +1,25 @@
+"""Session fixtures: one real redis-server for the whole test session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import RedisProcess
+
+
+@pytest.fixture(scope="session")
+def redis_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
+    """A redis-server started for this test session, stopped at its end."""
+    process = RedisProcess(tmp_path_factory.mktemp("redis"))
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def redis_url(redis_process: RedisProcess) -> str:
+    """The session Redis, emptied before each test."""
+    redis_process.client().flushall()
+    return redis_process.url

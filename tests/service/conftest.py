@@ -1,0 +1,61 @@
+"""Servers for the service tests: in-process, port 0, on Redis (or the embedded store)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import grpc
+import pytest
+
+from service.client import MatchClient
+from service.config import Settings
+from tests.support import ServerThread
+
+BASE = Settings(allow_seeds=True, metrics_port=None, health_interval_s=0.2, watch_poll_s=0.5)
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., ServerThread]]:
+    """Start servers with settings overrides; all are stopped after the test."""
+    started: list[ServerThread] = []
+
+    def start(**overrides: object) -> ServerThread:
+        from dataclasses import replace
+
+        server = ServerThread(replace(BASE, **overrides))  # type: ignore[arg-type]
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def server(start_server: Callable[..., ServerThread], redis_url: str) -> ServerThread:
+    """A server on the session's Redis."""
+    return start_server(redis_url=redis_url)
+
+
+@pytest.fixture(params=["redis", "embedded"])
+def any_server(
+    request: pytest.FixtureRequest, start_server: Callable[..., ServerThread]
+) -> ServerThread:
+    """A server on Redis, then on the embedded store."""
+    if request.param == "redis":
+        return start_server(redis_url=request.getfixturevalue("redis_url"))
+    return start_server()
+
+
+def new_match(server: ServerThread, seed: int = 7) -> MatchClient:
+    client, _ = MatchClient.create(server.channel, seed=seed)
+    return client
+
+
+def rpc_error(call: Callable[[], object]) -> grpc.RpcError:
+    """The error a call fails with (the test fails if it succeeds)."""
+    try:
+        call()
+    except grpc.RpcError as error:
+        return error
+    raise AssertionError("the call was expected to fail")

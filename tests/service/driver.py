@@ -1,0 +1,116 @@
+"""Play matches through the RPCs like a frontend, and replay them with the engine."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import cast
+
+import redis
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import game_pb2
+
+from engine import Phase, Play, State, apply, deal_next_hand, decode, new_match
+from service import records
+from service.client import MatchClient, to_card
+from service.store import keys
+
+
+@dataclass
+class Played:
+    """Every choice made and every response received, in order."""
+
+    plays: list[tuple[int, str, int]] = field(default_factory=list)  # (seat, card, plan id)
+    responses: list[tuple[int, pb.PlayResponse | pb.DealResponse]] = field(default_factory=list)
+
+
+def play_match(
+    client: MatchClient,
+    rng: random.Random,
+    *,
+    stop: Callable[[game_pb2.MatchView], bool] | None = None,
+    record: Played | None = None,
+) -> Played:
+    """Play random legal moves (via ListPlans) until the match ends or ``stop(view)`` is true."""
+    record = record or Played()
+    while True:
+        view = client.view(0)
+        if view.status == game_pb2.MATCH_STATUS_MATCH_OVER or (stop and stop(view)):
+            return record
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            record.responses.append((0, client.deal(0)))
+            continue
+        seat = view.turn
+        options = client.plans(seat)
+        pick = rng.choice(options)
+        plan_id = rng.randint(1, len(pick.plans)) if pick.plans else 0
+        record.plays.append((seat, str(to_card(pick.card)), plan_id))
+        record.responses.append((seat, client.play(seat, pick.card, plan_id)))
+
+
+def engine_replay(seed: int, plays: list[tuple[int, str, int]]) -> State:
+    """The same match played directly on the engine (a deal whenever a hand is over)."""
+    from engine import Card
+
+    state, _ = new_match(seed)
+    for seat, card, plan_id in plays:
+        if state.phase is Phase.HAND_OVER:
+            state, _ = deal_next_hand(state)
+        state, _ = apply(state, Play(seat, Card.parse(card), plan_id or None))
+    return state
+
+
+def _hash(client: redis.Redis, key: str) -> dict[bytes, bytes]:
+    return cast(dict[bytes, bytes], client.hgetall(key))
+
+
+def _stream(client: redis.Redis, key: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    return cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(key))
+
+
+def stored_state(client: redis.Redis, match_id: str) -> tuple[int, State]:
+    """(version, state) as stored in Redis."""
+    fields = _hash(client, keys.match_key(match_id))
+    return int(fields[keys.VERSION.encode()]), decode(fields[keys.STATE.encode()])
+
+
+def audit_replay(client: redis.Redis, match_id: str) -> tuple[int, State]:
+    """Rebuild the match from its Redis event stream alone: (last version, state)."""
+    states = audit_states(client, match_id)
+    version = max(states)
+    return version, states[version]
+
+
+def audit_states(client: redis.Redis, match_id: str) -> dict[int, State]:
+    """The state at every version, rebuilt from the Redis event stream alone."""
+    states: dict[int, State] = {}
+    state: State | None = None
+    version = 0
+    for stream_id, fields in _stream(client, keys.events_key(match_id)):
+        entry_version = int(stream_id.split(b"-")[0])
+        assert entry_version == version + 1, "the audit stream has no gaps"
+        kind, args = records.decode_command(fields[keys.COMMAND.encode()])
+        if kind == records.NEW_MATCH:
+            state, _ = new_match(args[0])
+        else:
+            assert state is not None
+            if kind == records.DEAL:
+                state, _ = deal_next_hand(state)
+            else:
+                seat, card, plan = args
+                from engine import CARDS
+
+                state, _ = apply(state, Play(seat, CARDS[card], plan or None, trail=not plan))
+        version = entry_version
+        states[version] = state
+    assert states, "the match has an audit stream"
+    return states
+
+
+def snapshot(client: redis.Redis, match_id: str) -> tuple[object, ...]:
+    """Everything stored for a match: to prove a rejected call changed nothing."""
+    return (
+        sorted(_hash(client, keys.match_key(match_id)).items()),
+        _stream(client, keys.events_key(match_id)),
+    )

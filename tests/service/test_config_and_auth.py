@@ -1,0 +1,113 @@
+"""Settings from flags and environment; tokens, hashes and sealed creation records."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+
+import grpc
+import pytest
+
+from service import auth, config
+from service.config import ENVIRONMENT, Settings
+from service.errors import ServiceError
+
+
+def parse(argv: list[str], environ: dict[str, str]) -> Settings:
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    return config.from_args(parser.parse_args(argv), environ)
+
+
+def test_every_setting_has_a_flag_and_an_environment_variable() -> None:
+    assert set(ENVIRONMENT) == {f.name for f in fields(Settings)}
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    flags = {a.dest for a in parser._actions}
+    assert set(ENVIRONMENT) <= flags
+
+
+def test_defaults_environment_then_flags() -> None:
+    assert parse([], {}) == Settings()
+    env = {
+        "REDIS_URL": "rediss://:pw@redis:6380/0",
+        "BASRA_MATCH_TTL_SECONDS": "60",
+        "BASRA_ALLOW_SEEDS": "true",
+        "BASRA_METRICS_PORT": "off",
+        "BASRA_API_KEY": "k",
+        "BASRA_CREATE_RATE": "2.5",
+        "BASRA_REDIS_CLUSTER": "yes",
+    }
+    settings = parse([], env)
+    assert settings.redis_url == "rediss://:pw@redis:6380/0"
+    assert (settings.match_ttl_s, settings.allow_seeds, settings.metrics_port) == (60, True, None)
+    assert (settings.api_key, settings.create_rate, settings.redis_cluster) == ("k", 2.5, True)
+    overridden = parse(["--match-ttl-seconds", "30", "--no-allow-seeds", "--listen", ":1"], env)
+    assert (overridden.match_ttl_s, overridden.allow_seeds, overridden.listen) == (30, False, ":1")
+
+
+def test_secrets_are_kept_out_of_the_settings_repr() -> None:
+    settings = parse([], {"REDIS_URL": "redis://:hunter2@r:6379/0", "BASRA_API_KEY": "topsecret"})
+    assert "hunter2" not in repr(settings)
+    assert "topsecret" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"BASRA_MATCH_TTL_SECONDS": "soon"}, "$BASRA_MATCH_TTL_SECONDS"),
+        ({"BASRA_ALLOW_SEEDS": "maybe"}, "$BASRA_ALLOW_SEEDS"),
+        ({"REDIS_URL": "http://x"}, "REDIS_URL must start with"),
+        ({"BASRA_DRAIN_SECONDS": "0"}, "drain_s must be positive"),
+        ({"BASRA_LOG_LEVEL": "LOUD"}, "log level"),
+    ],
+)
+def test_bad_values_are_reported_by_name(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("$", r"\$")):
+        parse([], environ)
+
+
+def test_tokens_are_long_random_and_stored_as_hashes() -> None:
+    text, raw = auth.new_token()
+    assert len(raw) == 32
+    assert len(text) == 43
+    assert auth.token_text(raw) == text
+    assert auth.token_hash(text) != text.encode()
+    assert len(auth.token_hash(text)) == 32
+    hashes = [auth.token_hash(auth.new_token()[0]), auth.token_hash(text)]
+    assert auth.seat_of(text, hashes) == 1
+    with pytest.raises(ServiceError) as info:
+        auth.seat_of("guess", hashes)
+    assert (info.value.code, info.value.reason) == (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "TOKEN_INVALID",
+    )
+
+
+def test_bearer_token_parsing() -> None:
+    assert auth.bearer_token([("Authorization", "bearer  abc ")]) == "abc"
+    for metadata in ([], [("authorization", "Basic abc")], [("x-other", "Bearer abc")]):
+        with pytest.raises(ServiceError) as info:
+            auth.bearer_token(metadata)
+        assert info.value.reason == "TOKEN_MISSING"
+
+
+def test_sealed_tokens_open_only_with_their_request_id_and_unaltered() -> None:
+    raws = [auth.new_token()[1], auth.new_token()[1]]
+    sealed = auth.seal_tokens("request-0001-abcdef", raws)
+    assert raws[0] not in sealed
+    assert raws[1] not in sealed
+    assert auth.open_tokens("request-0001-abcdef", sealed, 2) == raws
+    with pytest.raises(ValueError, match="do not open"):
+        auth.open_tokens("request-0002-abcdef", sealed, 2)
+    tampered = bytes([sealed[0] ^ 1]) + sealed[1:]
+    with pytest.raises(ValueError, match="do not open"):
+        auth.open_tokens("request-0001-abcdef", tampered, 2)
+
+
+def test_creating_request_ids_yield_stable_well_formed_match_ids() -> None:
+    first = auth.match_id_for("f3b1c2d4-aaaa-bbbb-cccc-000000000001")
+    assert first == auth.match_id_for("f3b1c2d4-aaaa-bbbb-cccc-000000000001")
+    assert first != auth.match_id_for("f3b1c2d4-aaaa-bbbb-cccc-000000000002")
+    assert auth.check_match_id(first) == first
+    assert auth.check_match_id(auth.new_match_id())

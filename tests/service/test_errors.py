@@ -1,0 +1,400 @@
+"""Every rejection: its status code, its ErrorInfo and BadRequest, and a store left untouched."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from functools import partial
+
+import grpc
+import pytest
+import redis
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc, game_pb2
+
+from service.client import MatchClient, Rejection, card_pb, to_card
+from service.errors import DOMAIN
+from service.store import keys
+from tests.service.conftest import new_match, rpc_error
+from tests.service.driver import play_match, snapshot
+from tests.support import ServerThread
+
+Code = grpc.StatusCode
+
+
+@pytest.fixture
+def store(server: ServerThread) -> redis.Redis:
+    return redis.Redis.from_url(server.settings.redis_url or "")
+
+
+@pytest.fixture
+def client(server: ServerThread) -> MatchClient:
+    return new_match(server, seed=31)
+
+
+def rejected(
+    store: redis.Redis, client: MatchClient, call: Callable[[], object], code: Code, reason: str
+) -> Rejection:
+    """Make the call, expect the rejection, and prove the stored match did not change."""
+    before = snapshot(store, client.match_id)
+    rejection = Rejection.of(rpc_error(call))
+    assert (rejection.code, rejection.reason) == (code, reason), rejection
+    assert rejection.domain == DOMAIN
+    assert snapshot(store, client.match_id) == before, "a rejected call changed the match"
+    if code is Code.INVALID_ARGUMENT:
+        assert rejection.field_violations, "malformed input names its field"
+        assert rejection.metadata["field"] in rejection.field_violations
+    return rejection
+
+
+def seat_to_move(client: MatchClient) -> tuple[int, game_pb2.MatchView]:
+    view = client.view(0)
+    return view.turn, view
+
+
+def advance(client: MatchClient, until: Callable[[list[game_pb2.CardPlans]], bool]) -> int:
+    """Play random moves until the seat to move holds a card satisfying ``until``."""
+    rng = random.Random(4)
+    for _ in range(400):
+        seat, view = seat_to_move(client)
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            client.deal(0)
+            continue
+        options = client.plans(seat)
+        if until(options):
+            return seat
+        pick = rng.choice(options)
+        client.play(seat, pick.card, rng.randint(1, len(pick.plans)) if pick.plans else 0)
+    raise AssertionError("position not reached")
+
+
+def test_not_your_turn(store: redis.Redis, client: MatchClient) -> None:
+    seat, _view = seat_to_move(client)
+    other = 1 - seat
+    card = client.view(other).hand[0]
+    r = rejected(
+        store, client, lambda: client.play(other, card), Code.FAILED_PRECONDITION, "NOT_YOUR_TURN"
+    )
+    assert r.metadata == {"turn": str(seat)}
+
+
+def test_card_not_in_hand_never_reveals_the_other_hand(
+    store: redis.Redis, client: MatchClient
+) -> None:
+    seat, _ = seat_to_move(client)
+    theirs = client.view(1 - seat).hand[0]
+    r = rejected(
+        store,
+        client,
+        lambda: client.play(seat, theirs),
+        Code.FAILED_PRECONDITION,
+        "CARD_NOT_IN_HAND",
+    )
+    assert r.metadata == {"card": str(to_card(theirs))}
+    others = {str(to_card(c)) for c in client.view(1 - seat).hand} - {str(to_card(theirs))}
+    assert not any(c in r.message.replace(",", " ").replace(")", " ").split() for c in others)
+    rejected(
+        store,
+        client,
+        lambda: client.plans(seat, to_card(theirs)),
+        Code.FAILED_PRECONDITION,
+        "CARD_NOT_IN_HAND",
+    )
+
+
+def test_plan_required_unknown_plan_and_capture_required(
+    store: redis.Redis, client: MatchClient
+) -> None:
+    seat = advance(client, lambda options: any(len(o.plans) >= 2 for o in options))
+    option = next(o for o in client.plans(seat) if len(o.plans) >= 2)
+    count = str(len(option.plans))
+    r = rejected(
+        store,
+        client,
+        lambda: client.play(seat, option.card),
+        Code.FAILED_PRECONDITION,
+        "PLAN_REQUIRED",
+    )
+    assert r.metadata == {"card": str(to_card(option.card)), "plan_count": count}
+    r = rejected(
+        store,
+        client,
+        lambda: client.play(seat, option.card, len(option.plans) + 1),
+        Code.FAILED_PRECONDITION,
+        "UNKNOWN_PLAN",
+    )
+    assert r.metadata["plan_id"] == str(len(option.plans) + 1)
+    rejected(
+        store,
+        client,
+        lambda: client.play(seat, option.card, trail=True),
+        Code.FAILED_PRECONDITION,
+        "CAPTURE_REQUIRED",
+    )
+
+
+def test_unknown_plan_for_a_card_that_trails(store: redis.Redis, client: MatchClient) -> None:
+    seat = advance(client, lambda options: any(o.trails for o in options))
+    option = next(o for o in client.plans(seat) if o.trails)
+    r = rejected(
+        store,
+        client,
+        lambda: client.play(seat, option.card, 1),
+        Code.FAILED_PRECONDITION,
+        "UNKNOWN_PLAN",
+    )
+    assert r.metadata["plan_count"] == "0"
+
+
+def test_hand_over_hand_in_progress_and_match_over(store: redis.Redis, client: MatchClient) -> None:
+    rejected(store, client, lambda: client.deal(0), Code.FAILED_PRECONDITION, "HAND_IN_PROGRESS")
+    play_match(client, random.Random(1), stop=lambda v: v.status == game_pb2.MATCH_STATUS_HAND_OVER)
+    card = card_pb("AC")
+    r = rejected(store, client, lambda: client.play(0, card), Code.FAILED_PRECONDITION, "HAND_OVER")
+    assert r.metadata == {"hand": "1"}
+    play_match(client, random.Random(1))
+    for call in (lambda: client.play(1, card), lambda: client.deal(1)):
+        rejected(store, client, call, Code.FAILED_PRECONDITION, "MATCH_OVER")
+
+
+def test_version_mismatch_is_aborted_with_both_versions(
+    store: redis.Redis, client: MatchClient
+) -> None:
+    seat, view = seat_to_move(client)
+    option = client.plans(seat)[0]
+    plan = 1 if option.plans else 0
+    client.play(seat, option.card, plan, expected_version=view.version)
+    nxt = client.plans(1 - seat)[0]
+    r = rejected(
+        store,
+        client,
+        lambda: client.play(
+            1 - seat, nxt.card, 1 if nxt.plans else 0, expected_version=view.version
+        ),
+        Code.ABORTED,
+        "VERSION_MISMATCH",
+    )
+    assert r.metadata == {
+        "expected_version": str(view.version),
+        "current_version": str(view.version + 1),
+    }
+
+
+def test_request_id_reused_for_another_request(store: redis.Redis, client: MatchClient) -> None:
+    seat, _ = seat_to_move(client)
+    first, second = client.plans(seat)[:2]
+    client.play(seat, first.card, 1 if first.plans else 0, request_id="req-1")
+    client.play(
+        1 - seat, client.plans(1 - seat)[0].card, 1 if client.plans(1 - seat)[0].plans else 0
+    )
+    r = rejected(
+        store,
+        client,
+        lambda: client.play(seat, second.card, 1 if second.plans else 0, request_id="req-1"),
+        Code.INVALID_ARGUMENT,
+        "REQUEST_ID_REUSED",
+    )
+    assert "request_id" in r.field_violations
+
+
+@pytest.mark.parametrize(
+    ("card", "field"),
+    [
+        (None, "card"),
+        (game_pb2.Card(rank=game_pb2.RANK_TEN), "card"),
+        (game_pb2.Card.FromString(bytes([8, 99, 16, 1])), "card"),  # rank 99: no such value
+    ],
+)
+def test_invalid_cards_are_invalid_argument(
+    store: redis.Redis, client: MatchClient, card: game_pb2.Card | None, field: str
+) -> None:
+    stub = client.stub
+    request = pb.PlayRequest(match_id=client.match_id)
+    if card is not None:
+        request.card.CopyFrom(card)
+    r = rejected(
+        store,
+        client,
+        lambda: stub.Play(request, metadata=client.metadata(0)),
+        Code.INVALID_ARGUMENT,
+        "INVALID_CARD",
+    )
+    assert list(r.field_violations) == [field]
+
+
+def malformed_requests(client: MatchClient) -> Iterator[tuple[str, Callable[[], object], str]]:
+    stub, md, mid = client.stub, client.metadata(0), client.match_id
+    card = card_pb("2C")
+    yield (
+        "plan_id",
+        lambda: stub.Play(pb.PlayRequest(match_id=mid, card=card, plan_id=-1), metadata=md),
+        "plan_id",
+    )
+    yield (
+        "trail",
+        lambda: stub.Play(
+            pb.PlayRequest(match_id=mid, card=card, plan_id=1, trail=True), metadata=md
+        ),
+        "trail",
+    )
+    yield (
+        "request_id",
+        lambda: stub.Play(
+            pb.PlayRequest(match_id=mid, card=card, request_id="x" * 129), metadata=md
+        ),
+        "request_id",
+    )
+    yield (
+        "request_id space",
+        lambda: stub.Play(pb.PlayRequest(match_id=mid, card=card, request_id="a b"), metadata=md),
+        "request_id",
+    )
+    yield (
+        "expected_version",
+        lambda: stub.Play(pb.PlayRequest(match_id=mid, card=card, expected_version=0), metadata=md),
+        "expected_version",
+    )
+    yield (
+        "seed on next hand",
+        lambda: stub.Deal(pb.DealRequest(match_id=mid, seed=3), metadata=md),
+        "seed",
+    )
+    yield (
+        "watch version",
+        lambda: list(
+            stub.WatchMatch(pb.WatchMatchRequest(match_id=mid, after_version=-1), metadata=md)
+        ),
+        "after_version",
+    )
+    yield (
+        "watch future",
+        lambda: list(
+            stub.WatchMatch(pb.WatchMatchRequest(match_id=mid, after_version=999), metadata=md)
+        ),
+        "after_version",
+    )
+
+
+def test_malformed_input_is_invalid_argument_naming_the_field(
+    store: redis.Redis, client: MatchClient
+) -> None:
+    for name, call, field in malformed_requests(client):
+        r = rejected(store, client, call, Code.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+        assert list(r.field_violations) == [field], name
+
+
+def test_creation_input_is_checked(server: ServerThread) -> None:
+    stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
+    for request, field in [
+        (pb.DealRequest(seat=2), "seat"),
+        (pb.DealRequest(expected_version=1), "expected_version"),
+        (pb.DealRequest(request_id="short"), "request_id"),
+    ]:
+        r = Rejection.of(rpc_error(partial(stub.Deal, request)))
+        assert (r.code, list(r.field_violations)) == (Code.INVALID_ARGUMENT, [field])
+
+
+@pytest.mark.parametrize("match_id", ["", "short", "x" * 65, "bad id with spaces!!"])
+def test_malformed_match_ids(client: MatchClient, match_id: str) -> None:
+    stub = client.stub
+    for call in (
+        lambda: stub.GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=client.metadata(0)),
+        lambda: stub.Score(pb.ScoreRequest(match_id=match_id), metadata=client.metadata(0)),
+    ):
+        r = Rejection.of(rpc_error(call))
+        assert (r.code, r.reason, list(r.field_violations)) == (
+            Code.INVALID_ARGUMENT,
+            "INVALID_ARGUMENT",
+            ["match_id"],
+        )
+
+
+def test_unknown_match_is_not_found(client: MatchClient) -> None:
+    r = Rejection.of(
+        rpc_error(
+            lambda: client.stub.GetMatch(
+                pb.GetMatchRequest(match_id="A" * 22), metadata=client.metadata(0)
+            )
+        )
+    )
+    assert (r.code, r.reason, r.metadata) == (
+        Code.NOT_FOUND,
+        "MATCH_NOT_FOUND",
+        {"match_id": "A" * 22},
+    )
+
+
+def test_missing_malformed_wrong_and_foreign_tokens(
+    server: ServerThread, store: redis.Redis, client: MatchClient
+) -> None:
+    other = new_match(server, seed=1)
+    request = pb.GetMatchRequest(match_id=client.match_id)
+    cases = [
+        ((), Code.UNAUTHENTICATED, "TOKEN_MISSING"),
+        ((("authorization", "Basic abc"),), Code.UNAUTHENTICATED, "TOKEN_MISSING"),
+        ((("authorization", "Bearer "),), Code.UNAUTHENTICATED, "TOKEN_MISSING"),
+        ((("authorization", "Bearer nope"),), Code.PERMISSION_DENIED, "TOKEN_INVALID"),
+        (other.metadata(0), Code.PERMISSION_DENIED, "TOKEN_INVALID"),
+    ]
+    for metadata, code, reason in cases:
+        for call in (
+            lambda md=metadata: client.stub.GetMatch(request, metadata=md),
+            lambda md=metadata: client.stub.Play(
+                pb.PlayRequest(match_id=client.match_id, card=card_pb("2C")), metadata=md
+            ),
+            lambda md=metadata: client.stub.Deal(
+                pb.DealRequest(match_id=client.match_id), metadata=md
+            ),
+        ):
+            rejected(store, client, call, code, reason)
+
+
+def test_api_key_guards_creation(start_server: Callable[..., ServerThread], redis_url: str) -> None:
+    server = start_server(redis_url=redis_url, api_key="s3cret-key")
+    for key, code, reason in [
+        (None, Code.UNAUTHENTICATED, "API_KEY_MISSING"),
+        ("wrong", Code.PERMISSION_DENIED, "API_KEY_INVALID"),
+    ]:
+        r = Rejection.of(rpc_error(partial(MatchClient.create, server.channel, api_key=key)))
+        assert (r.code, r.reason) == (code, reason)
+    client, _ = MatchClient.create(server.channel, api_key="s3cret-key")
+    assert client.view(0).version == 1
+
+
+def test_seeds_are_refused_unless_allowed(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    server = start_server(redis_url=redis_url, allow_seeds=False)
+    r = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
+    assert (r.code, r.reason) == (Code.PERMISSION_DENIED, "SEEDS_DISABLED")
+    client, _ = MatchClient.create(server.channel)
+    assert client.view(1).version == 1
+
+
+def test_creation_rate_is_limited_with_a_retry_delay(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    server = start_server(redis_url=redis_url, create_rate=0.5, create_burst=2)
+    MatchClient.create(server.channel)
+    MatchClient.create(server.channel)
+    r = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel)))
+    assert (r.code, r.reason) == (Code.RESOURCE_EXHAUSTED, "RATE_LIMITED")
+    assert r.retry_after_s is not None
+    assert 0 < r.retry_after_s <= 2
+
+
+def test_history_trimmed_when_resuming_before_the_kept_events(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    server = start_server(redis_url=redis_url, events_maxlen=10)
+    client = new_match(server, seed=3)
+    play_match(client, random.Random(0), stop=lambda v: v.plays_left <= 4 and v.hand_number == 2)
+    r = Rejection.of(rpc_error(lambda: list(client.watch(0, after_version=1, timeout=5))))
+    assert (r.code, r.reason) == (Code.OUT_OF_RANGE, "HISTORY_TRIMMED")
+    assert int(r.metadata["oldest_version"]) > 2
+
+
+def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:
+    store.hset(keys.match_key(client.match_id), keys.STATE, b"\x01garbage")
+    r = Rejection.of(rpc_error(lambda: client.view(0)))
+    assert (r.code, r.reason) == (Code.DATA_LOSS, "STATE_CORRUPT")

@@ -1,0 +1,239 @@
+"""What operators rely on: health, reflection, metrics, limits, logs, and draining on SIGTERM."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+import pytest
+from basra.v1 import basra_service_pb2 as pb
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from service import logs
+from service.client import MatchClient, Rejection
+from tests.service.conftest import new_match, rpc_error
+from tests.service.driver import play_match
+from tests.support import ServerThread, free_port
+
+
+def test_health_and_reflection(server: ServerThread) -> None:
+    health = health_pb2_grpc.HealthStub(server.channel)
+    deadline = time.monotonic() + 5
+    while health.Check(health_pb2.HealthCheckRequest(service="")).status != 1:
+        assert time.monotonic() < deadline, "health never turned SERVING"
+        time.sleep(0.05)
+    for service in ("", "basra.v1.BasraService", "liveness"):
+        status = health.Check(health_pb2.HealthCheckRequest(service=service)).status
+        assert status == health_pb2.HealthCheckResponse.SERVING
+    stub = reflection_pb2_grpc.ServerReflectionStub(server.channel)
+    answers = stub.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+    )
+    names = {s.name for a in answers for s in a.list_services_response.service}
+    assert {"basra.v1.BasraService", "grpc.health.v1.Health"} <= names
+
+
+def test_metrics_count_calls_plays_conflicts_and_store_latency(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    server = start_server(redis_url=redis_url, metrics_port=0)
+    client = new_match(server, seed=3)
+    play_match(client, random.Random(0), stop=lambda v: v.plays_left <= 40)
+    waiting = 1 - client.view(0).turn
+    # The seat not on turn tries to play: FAILED_PRECONDITION (NOT_YOUR_TURN).
+    rpc_error(lambda: client.play(waiting, client.view(waiting).hand[0]))
+    port = server.server.metrics_port
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+
+    def value(pattern: str) -> float:
+        match = re.search(rf"^{pattern} (\S+)$", text, re.M)
+        assert match, pattern
+        return float(match.group(1))
+
+    assert value(r'basra_rpc_calls_total\{code="OK",method="Play"\}') == 8
+    assert value(r'basra_rpc_calls_total\{code="FAILED_PRECONDITION",method="Play"\}') == 1
+    assert value("basra_plays_total") == 8
+    assert value("basra_matches_created_total") == 1
+    assert value(r'basra_store_latency_seconds_count\{operation="commit"\}') == 8
+    assert value(r'basra_rpc_latency_seconds_count\{method="ListPlans"\}') >= 8
+    assert value("basra_store_up") == 1
+    assert "basra_version_conflicts_total" in text
+
+
+def test_oversized_messages_are_refused(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    server = start_server(redis_url=redis_url, max_message_bytes=1024)
+    client = new_match(server)
+    error = rpc_error(
+        lambda: client.stub.GetMatch(
+            pb.GetMatchRequest(match_id="x" * 4000), metadata=client.metadata(0)
+        )
+    )
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert client.view(0).version == 1  # the server is fine
+
+
+def test_concurrent_streams_per_connection_are_capped(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    server = start_server(redis_url=redis_url, max_concurrent_streams=2)
+    client = new_match(server)
+    streams = [
+        client.stub.WatchMatch(
+            pb.WatchMatchRequest(match_id=client.match_id, after_version=1),
+            metadata=client.metadata(0),
+        )
+        for _ in range(2)
+    ]
+    time.sleep(0.3)
+    error = rpc_error(
+        lambda: client.stub.GetMatch(
+            pb.GetMatchRequest(match_id=client.match_id), metadata=client.metadata(0), timeout=0.5
+        )
+    )
+    assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    for stream in streams:
+        stream.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
+    time.sleep(0.2)
+    assert client.view(0).version == 1
+
+
+def test_logs_are_json_and_never_hold_a_token(server: ServerThread) -> None:
+    buffer = io.StringIO()
+    logs.setup("DEBUG", buffer)
+    try:
+        client = new_match(server, seed=2)
+        play_match(client, random.Random(1), stop=lambda v: v.plays_left <= 30)
+        rpc_error(
+            lambda: client.stub.GetMatch(
+                pb.GetMatchRequest(match_id=client.match_id),
+                metadata=(("authorization", "Bearer wrong"),),
+            )
+        )
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    lines = buffer.getvalue().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert any(r["msg"] == "match created" for r in records)
+    assert any(r.get("reason") == "TOKEN_INVALID" for r in records)
+    assert sum(r["msg"] == "call" for r in records) >= 20
+    for token in client.tokens.values():
+        assert token not in buffer.getvalue()
+
+
+def test_redaction_masks_anything_shaped_like_a_secret() -> None:
+    token = "A" * 43
+    text = logs.redact(f'authorization: Bearer {token} x-api-key: "k3y" raw {token}')
+    assert token not in text
+    assert "k3y" not in text
+    assert text.count("[REDACTED]") == 3
+
+
+def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    command = shutil_which("basra-engine")
+    process = subprocess.Popen(
+        [
+            command,
+            "serve",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--metrics-port",
+            "off",
+            "--drain-seconds",
+            "3",
+            "--allow-seeds",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BASRA_LOG_LEVEL": "INFO"},
+    )
+    try:
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=15)
+        client, _ = MatchClient.create(channel, seed=4)
+        stream = client.stub.WatchMatch(
+            pb.WatchMatchRequest(match_id=client.match_id, after_version=1),
+            metadata=client.metadata(0),
+        )
+        ended: list[grpc.StatusCode] = []
+
+        def consume() -> None:
+            try:
+                for _ in stream:
+                    pass
+                ended.append(grpc.StatusCode.OK)
+            except grpc.RpcError as error:
+                ended.append(error.code())
+
+        watcher = threading.Thread(target=consume)
+        watcher.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        health = health_pb2_grpc.HealthStub(channel)
+        seen_not_serving = False
+        while process.poll() is None and time.monotonic() - started < 10:
+            try:
+                status = health.Check(health_pb2.HealthCheckRequest(), timeout=0.5).status
+                seen_not_serving |= status == health_pb2.HealthCheckResponse.NOT_SERVING
+            except grpc.RpcError:
+                pass
+            time.sleep(0.05)
+        assert process.wait(timeout=10) == 0
+        elapsed = time.monotonic() - started
+        watcher.join(timeout=5)
+        assert seen_not_serving, "health must turn NOT_SERVING while draining"
+        assert 2.5 <= elapsed < 8, "the open stream is given the drain time, then cut"
+        assert ended
+        assert ended[0] != grpc.StatusCode.OK
+        channel.close()
+        assert process.stderr is not None
+        messages = [json.loads(line)["msg"] for line in process.stderr.read().splitlines()]
+        assert messages[-2:] == ["draining", "stopped"]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+
+def shutil_which(name: str) -> str:
+    import shutil
+
+    found = shutil.which(name, path=str(Path(sys.executable).parent))
+    assert found
+    return found
+
+
+def test_client_errors_unpack_exactly_one_error_info(server: ServerThread) -> None:
+    client = new_match(server)
+    r = Rejection.of(rpc_error(lambda: client.deal(0)))
+    assert r.reason == "HAND_IN_PROGRESS"
+    assert r.metadata == {"hand": "1", "plays_left": "48"}
+
+
+@pytest.mark.parametrize("grace", [0.0])
+def test_stopping_a_server_closes_its_store(
+    start_server: Callable[..., ServerThread], redis_url: str, grace: float
+) -> None:
+    server = start_server(redis_url=redis_url)
+    new_match(server)
+    server.stop(grace)
+    assert server.loop.is_closed()

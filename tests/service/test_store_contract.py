@@ -1,0 +1,199 @@
+"""One contract, two stores: the embedded store and the Redis store behave the same."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+import redis
+
+from service.store import Commit, EventEntry, MatchRecord, NewMatch, Store, keys
+from service.store.memory import MemoryStore
+from service.store.redis import RedisStore
+
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def make_store(request: pytest.FixtureRequest) -> StoreFactory:
+    if request.param == "embedded":
+        return lambda: MemoryStore(ttl_s=3600, events_maxlen=5)
+    url = request.getfixturevalue("redis_url")
+    return lambda: RedisStore(url, cluster=False, ttl_s=3600, events_maxlen=5, timeout_s=2)
+
+
+def run(make_store: StoreFactory, scenario: Callable[[Store], Awaitable[None]]) -> None:
+    async def main() -> None:
+        store = make_store()
+        try:
+            await scenario(store)
+        finally:
+            await store.close()
+
+    asyncio.run(main())
+
+
+def entry(version: int, private: tuple[bytes, ...] = ()) -> EventEntry:
+    return EventEntry(version, b"P" + bytes([version]), b"events-%d" % version, private)
+
+
+def new(match_id: str = "M" * 22) -> NewMatch:
+    record = MatchRecord(match_id, 1, b"state-1", (b"a" * 32, b"b" * 32), b"creation", (b"", b""))
+    return NewMatch(record, entry(1, (b"\x01\x02", b"\x03\x04")))
+
+
+def commit(version: int, seat: int = 0, request: bytes = b"") -> Commit:
+    return Commit(
+        version, version + 1, b"state-%d" % (version + 1), seat, request, entry(version + 1)
+    )
+
+
+def test_load_of_an_unknown_match_is_none(make_store: StoreFactory) -> None:
+    async def scenario(store: Store) -> None:
+        assert await store.load("N" * 22) is None
+        page = await store.events("N" * 22, 0, 0.01)
+        assert (page.entries, page.oldest_version) == ((), None)
+
+    run(make_store, scenario)
+
+
+def test_create_is_create_if_absent_and_load_returns_the_record(make_store: StoreFactory) -> None:
+    async def scenario(store: Store) -> None:
+        assert await store.create(new())
+        assert not await store.create(new())
+        assert await store.load("M" * 22) == new().record
+
+    run(make_store, scenario)
+
+
+def test_commit_is_compare_and_set_on_the_version(make_store: StoreFactory) -> None:
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        assert await store.commit("M" * 22, commit(1, seat=1, request=b"req"))
+        assert not await store.commit("M" * 22, commit(1))  # stale
+        assert not await store.commit("M" * 22, commit(5))  # from the future
+        record = await store.load("M" * 22)
+        assert record is not None
+        assert (record.version, record.state, record.requests) == (2, b"state-2", (b"", b"req"))
+        assert record.token_hashes == new().record.token_hashes
+        assert await store.commit("M" * 22, commit(2, seat=1, request=b""))
+        record = await store.load("M" * 22)
+        assert record is not None
+        assert record.requests == (b"", b"")  # an empty request clears the seat's record
+        assert not await store.commit("X" * 22, commit(1))  # no such match
+
+    run(make_store, scenario)
+
+
+def test_racing_commits_apply_exactly_one(make_store: StoreFactory) -> None:
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        results = await asyncio.gather(
+            *(store.commit("M" * 22, commit(1, seat=s % 2)) for s in range(10))
+        )
+        assert sum(results) == 1
+        page = await store.events("M" * 22, 0, 0.01)
+        assert [e.version for e in page.entries] == [1, 2]
+
+    run(make_store, scenario)
+
+
+def test_events_come_in_order_after_a_version_with_each_seats_dealt_cards(
+    make_store: StoreFactory,
+) -> None:
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        for version in (1, 2, 3):
+            await store.commit("M" * 22, commit(version))
+        page = await store.events("M" * 22, 1, 0.01)
+        assert [e.version for e in page.entries] == [2, 3, 4]
+        assert page.entries[0] == entry(2)
+        first = (await store.events("M" * 22, 0, 0.01)).entries[0]
+        assert (first.dealt_to(0), first.dealt_to(1), first.dealt_to(3)) == (
+            b"\x01\x02",
+            b"\x03\x04",
+            b"",
+        )
+        assert first.command == b"P\x01"
+        assert first.events == b"events-1"
+
+    run(make_store, scenario)
+
+
+def test_events_wait_for_the_next_commit(make_store: StoreFactory) -> None:
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        started = time.monotonic()
+        waiting = asyncio.create_task(store.events("M" * 22, 1, 5.0))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        await store.commit("M" * 22, commit(1))
+        page = await asyncio.wait_for(waiting, 3)
+        assert [e.version for e in page.entries] == [2]
+        assert time.monotonic() - started < 3
+        empty = await store.events("M" * 22, 2, 0.1)
+        assert empty.entries == ()
+        assert empty.oldest_version == 1
+
+    run(make_store, scenario)
+
+
+def test_event_retention_is_capped(make_store: StoreFactory) -> None:
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        for version in range(1, 9):
+            await store.commit("M" * 22, commit(version))
+        page = await store.events("M" * 22, 0, 0.01)
+        assert [e.version for e in page.entries] == [5, 6, 7, 8, 9]  # maxlen 5
+        assert page.oldest_version == 5
+
+    run(make_store, scenario)
+
+
+def test_embedded_store_expires_idle_matches_and_every_commit_restarts_the_clock() -> None:
+    now = [0.0]
+    store = MemoryStore(ttl_s=10, events_maxlen=5, clock=lambda: now[0])
+
+    async def scenario() -> None:
+        await store.create(new())
+        now[0] = 9
+        assert await store.commit("M" * 22, commit(1))
+        now[0] = 18
+        assert await store.load("M" * 22) is not None
+        now[0] = 19.5
+        assert await store.load("M" * 22) is None
+        assert (await store.events("M" * 22, 0, 0.01)).oldest_version is None
+
+    asyncio.run(scenario())
+
+
+def test_redis_store_sets_the_idle_expiry_on_both_keys_and_commits_restart_it(
+    redis_url: str,
+) -> None:
+    direct = redis.Redis.from_url(redis_url)
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=2)
+        try:
+            await store.create(new())
+            for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
+                assert 99_000 < direct.pttl(key) <= 100_000
+                direct.pexpire(key, 5000)
+            await store.commit("M" * 22, commit(1))
+            for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
+                assert direct.pttl(key) > 99_000
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_match_keys_share_one_cluster_slot() -> None:
+    from redis.crc import key_slot
+
+    for match_id in ("M" * 22, "abcDEF012_-xyzXYZ789ab"):
+        assert key_slot(keys.match_key(match_id).encode()) == key_slot(
+            keys.events_key(match_id).encode()
+        )

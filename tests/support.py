@@ -1,0 +1,122 @@
+"""Test infrastructure shared by the service, contract and load tests: a real redis-server on a
+free port, and the gRPC server running in-process on port 0 in its own event-loop thread."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import redis
+
+from service.config import Settings
+from service.server import BasraServer, create_server
+
+T = TypeVar("T")
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisProcess:
+    """A redis-server of the test session's own, on a free loopback port."""
+
+    def __init__(self, directory: Path, *, appendonly: bool = False, args: tuple[str, ...] = ()):
+        assert REDIS_SERVER, "redis-server is required: `make test` installs it"
+        self.directory = directory
+        self.appendonly = appendonly
+        self.args = args
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=5)
+
+    def start(self) -> None:
+        assert REDIS_SERVER
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "yes" if self.appendonly else "no",
+                "--appendfsync",
+                "always",
+                "--dir",
+                str(self.directory),
+                "--logfile",
+                "redis.log",
+                *self.args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if self.client().ping():
+                    return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError(f"redis-server did not start on {self.port}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+class ServerThread:
+    """The service in this process, on port 0, with its own event loop in a thread."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = replace(settings, listen="127.0.0.1:0")
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server: BasraServer
+        self.server, self.port = self.run(create_server(self.settings))
+        self.channel = grpc.insecure_channel(self.target)
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        """Run a coroutine on the server's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def stop(self, grace_s: float | None = 0) -> None:
+        """Stop the server and its loop (again: nothing)."""
+        if self.loop.is_closed():
+            return
+        self.channel.close()
+        self.run(self.server.stop(grace_s))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
