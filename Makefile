@@ -11,8 +11,10 @@ TOOLS := $(VENV)/.tools
 STAMP := $(VENV)/.installed
 GEN := gen/python/.generated
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
+# The last released contract: buf breaking compares proto/ with it (README, "Contract releases").
+RELEASED := proto/released.json
 
-.PHONY: help run test lint typecheck unit bench golden redis-server kubectl clean
+.PHONY: help run test lint typecheck unit bench golden redis-server kubectl contract-release clean
 
 help:
 	@echo "make run    set up and start the service on localhost:50051 (embedded store)"
@@ -45,6 +47,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/buf lint
+	$(BIN)/buf breaking --against $(RELEASED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
@@ -77,6 +80,13 @@ bench: $(STAMP) redis-server
 
 golden: $(STAMP)
 	$(BIN)/python -m tests.engine.transcript --update
+
+# Run when releasing the contract: the current proto/ becomes the baseline of buf breaking.
+contract-release: $(TOOLS)
+	$(BIN)/buf lint
+	$(BIN)/buf breaking --against $(RELEASED)
+	$(BIN)/buf build --exclude-source-info -o $(RELEASED)
+	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean:
 	rm -rf $(VENV) gen .mypy_cache .ruff_cache .pytest_cache .hypothesis
