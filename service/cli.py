@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--target", default="localhost:50051", help="server address HOST:PORT")
     demo.add_argument("--seed", type=int, help="match seed (the server must allow seeds)")
     demo.add_argument("--api-key", help="API key, when the server requires one")
+
+    play = commands.add_parser("play", help="play a match in the terminal (against a bot)")
+    play.add_argument("--target", default="localhost:50051", help="server address HOST:PORT")
+    play.add_argument("--hot-seat", action="store_true", help="two people share the keyboard")
+    play.add_argument("--seed", type=int, help="match seed (the server must allow seeds)")
+    play.add_argument("--api-key", help="API key, when the server requires one")
     return parser
 
 
@@ -57,6 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from service import demo
 
         return demo.run(args.target, sys.stdout, seed=args.seed, api_key=args.api_key)
+    if args.command == "play":
+        from service import play
+
+        return play.run(
+            args.target, sys.stdout, hot_seat=args.hot_seat, seed=args.seed, api_key=args.api_key
+        )
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -89,7 +89,10 @@ def play_line(played: game_pb2.CardPlayed, plans: int, bot: str, number: int) ->
     return f"  {number:2}. seat {played.seat} ({bot}) plays {show([played.card])}: {action}{flags}"
 
 
-def scoreboard(client: MatchClient, out: TextIO) -> None:
+def scoreboard(
+    client: MatchClient, out: TextIO, names: Sequence[str] = ("greedy bot", "random bot")
+) -> None:
+    """Print every hand's totals, the match totals and the winner."""
     board = client.score(0).scoreboard
     print("\nScoreboard", file=out)
     print(f"  {'hand':>4} {'dealer':>6} {'seat 0':>7} {'seat 1':>7} {'carry':>6}", file=out)
@@ -103,7 +106,7 @@ def scoreboard(client: MatchClient, out: TextIO) -> None:
     print(f"  {'total':>11} {board.totals[0]:>7} {board.totals[1]:>7}", file=out)
     if board.HasField("winner"):
         print(
-            f"Seat {board.winner} ({BOTS[board.winner]} bot) wins, "
+            f"Seat {board.winner} ({names[board.winner]}) wins, "
             f"{board.totals[board.winner]} to {board.totals[1 - board.winner]}.",
             file=out,
         )
