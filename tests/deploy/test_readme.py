@@ -1,0 +1,51 @@
+"""deploy/README.md, the operator guide, stays true to the code and the manifests: every
+setting with its flag and default, every exported metric, every alert."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from typing import Final
+
+import pytest
+
+from service.config import ENVIRONMENT, Settings, flag_name
+from tests.deploy.manifests import DEPLOY, built, one
+from tests.deploy.test_observability import metric_names
+
+README: Final = (DEPLOY / "README.md").read_text()
+CONFIGURE: Final = README.split("\n## Configure\n", 1)[1].split("\n## ", 1)[0]
+
+
+def shown(default: object) -> str:
+    """A default as the README writes it."""
+    if default is None:
+        return "unset"
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, float) and default.is_integer():
+        return str(int(default))
+    return str(default)
+
+
+@pytest.mark.parametrize("setting", [f.name for f in fields(Settings)])
+def test_every_setting_is_documented_with_its_flag_and_default(setting: str) -> None:
+    variable = ENVIRONMENT[setting]
+    rows = [line for line in CONFIGURE.splitlines() if line.startswith(f"| `{variable}` |")]
+    assert len(rows) == 1, f"{variable} needs one row in the configuration table"
+    cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    default = Settings.__dataclass_fields__[setting].default
+    assert cells[1] == f"`{flag_name(setting)}`"
+    assert cells[2] == f"`{shown(default)}`"
+
+
+def test_every_exported_metric_is_listed() -> None:
+    listed = set(re.findall(r"^- `(basra_\w+)`", README, re.MULTILINE))
+    assert listed == metric_names()
+
+
+def test_every_alert_has_a_section() -> None:
+    rule = one(built("overlays/production"), "PrometheusRule")
+    for group in rule["spec"]["groups"]:
+        for alert in group["rules"]:
+            assert re.search(rf"^### {alert['alert']}$", README, re.MULTILINE), alert["alert"]
