@@ -24,6 +24,9 @@ class Settings:
     None runs on the embedded store."""
     redis_cluster: bool = False
     """The URL points at a Redis Cluster node."""
+    redis_pool_size: int = 64
+    """Redis connections for calls, per server process: calls wait (within the store deadline)
+    for a free one. Open WatchMatch streams use a pool of their own, one connection each."""
     match_ttl_s: int = 7 * 24 * 3600
     """A match idle this long (no write) expires from the store."""
     allow_seeds: bool = False
@@ -60,6 +63,7 @@ class Settings:
                 "REDIS_URL must start with redis://, rediss://, unix:// or redis+sentinel://"
             )
         positive = (
+            "redis_pool_size",
             "match_ttl_s",
             "drain_s",
             "store_timeout_s",
@@ -83,6 +87,7 @@ ENVIRONMENT: Final[Mapping[str, str]] = {
     "listen": "BASRA_LISTEN",
     "redis_url": "REDIS_URL",
     "redis_cluster": "BASRA_REDIS_CLUSTER",
+    "redis_pool_size": "BASRA_REDIS_POOL_SIZE",
     "match_ttl_s": "BASRA_MATCH_TTL_SECONDS",
     "allow_seeds": "BASRA_ALLOW_SEEDS",
     "api_key": "BASRA_API_KEY",
@@ -103,6 +108,7 @@ _HELP: Final = {
     "listen": "gRPC listen address",
     "redis_url": "Redis URL (redis:// or rediss://, password included); unset: embedded store",
     "redis_cluster": "the Redis URL is a Redis Cluster node",
+    "redis_pool_size": "Redis connections for calls per process (WatchMatch streams: one each)",
     "match_ttl_s": "seconds an idle match is kept",
     "allow_seeds": "accept caller seeds when creating matches (tests and replays only)",
     "api_key": "API key required to create matches (x-api-key metadata)",

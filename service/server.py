@@ -42,6 +42,7 @@ def open_store(settings: Settings) -> Store:
     return RedisStore(
         settings.redis_url,
         cluster=settings.redis_cluster,
+        pool_size=settings.redis_pool_size,
         ttl_s=settings.match_ttl_s,
         events_maxlen=settings.events_maxlen,
         timeout_s=settings.store_timeout_s,

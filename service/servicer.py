@@ -61,6 +61,7 @@ def _reject(error: BaseException) -> ServiceError:
     if isinstance(error, ServiceError):
         return error
     if isinstance(error, StoreUnavailableError):
+        log.warning("store unavailable", extra={"cause": str(error)})
         return store_unavailable()
     if isinstance(error, BasraError):
         return from_engine(error)

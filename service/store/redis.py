@@ -14,7 +14,7 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 from redis import exceptions as redis_errors
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.sentinel import Sentinel
 
@@ -78,6 +78,7 @@ class RedisStore:
         ttl_s: float,
         events_maxlen: int,
         timeout_s: float,
+        pool_size: int = 64,
     ) -> None:
         self._ttl_ms = int(ttl_s * 1000)
         self._maxlen = events_maxlen
@@ -88,12 +89,26 @@ class RedisStore:
             "decode_responses": False,
         }
         self._redis: Redis | RedisCluster
+        # Blocking reads (WatchMatch) hold a connection while they wait: they get a client and
+        # pool of their own, so open streams never starve calls.
+        self._blocking: Redis | RedisCluster
         if cluster:
-            self._redis = RedisCluster.from_url(url, **options)
+            self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
+            self._blocking = RedisCluster.from_url(url, **options)
         elif url.startswith(SENTINEL_SCHEME):
-            self._redis = sentinel_master(url, options)
+            self._redis = sentinel_master(url, {**options, "max_connections": pool_size})
+            self._blocking = sentinel_master(url, options)
         else:
-            self._redis = Redis.from_url(url, **options, health_check_interval=30)
+            # Calls wait for a free connection (within the store deadline) instead of failing.
+            pool = BlockingConnectionPool.from_url(
+                url,
+                max_connections=pool_size,
+                timeout=timeout_s,
+                health_check_interval=30,
+                **options,
+            )
+            self._redis = Redis.from_pool(pool)  # the client owns the pool: aclose closes it
+            self._blocking = Redis.from_url(url, **options)
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
 
@@ -102,7 +117,7 @@ class RedisStore:
             async with asyncio.timeout(timeout_s or self._timeout_s):
                 return await operation
         except _UNAVAILABLE as exc:
-            raise StoreUnavailableError(type(exc).__name__) from exc
+            raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
 
     async def load(self, match_id: str) -> MatchRecord | None:
         fields: dict[bytes, bytes] = await self._call(self._redis.hgetall(keys.match_key(match_id)))
@@ -168,7 +183,9 @@ class RedisStore:
         if not entries:
             # Block on the server for the next entry; the deadline covers the wait.
             found = await self._call(
-                self._redis.xread({key: keys.stream_id(after_version)}, block=int(wait_s * 1000)),
+                self._blocking.xread(
+                    {key: keys.stream_id(after_version)}, block=int(wait_s * 1000)
+                ),
                 timeout_s=wait_s + self._timeout_s,
             )
             entries = found[0][1] if found else []
@@ -179,6 +196,7 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._redis.aclose()
+        await self._blocking.aclose()
 
     async def memory_usage(self, match_id: str) -> tuple[int, int]:
         """Bytes Redis uses for the match record and for its event stream (benchmarks)."""
