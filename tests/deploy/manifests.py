@@ -7,6 +7,8 @@ kubectl is an error, never a skip: ``make test`` installs Debian's kubernetes-cl
 from __future__ import annotations
 
 import functools
+import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -22,14 +24,35 @@ KUSTOMIZE: Final = DEPLOY / "kustomize"
 Manifest = dict[str, Any]
 
 
+KUSTOMIZE_AT_LEAST: Final = (5, 0)
+"""Components, ``labels:`` and ``patches:`` need kustomize 5 (embedded in kubectl >= 1.27)."""
+
+
+@functools.cache
 def kubectl() -> str:
-    """The kubectl executable.
+    """The kubectl executable, checked to embed a recent enough kustomize.
 
     Raises:
-        AssertionError: kubectl is not on PATH (``make kubectl`` installs it).
+        AssertionError: kubectl is not on PATH (``make kubectl`` installs it), or too old.
     """
     found = shutil.which("kubectl")
     assert found, "kubectl is not on PATH: run `make kubectl` (Debian's kubernetes-client)"
+    result = subprocess.run(
+        [found, "version", "--client", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, f"{found} version failed:\n{result.stderr}"
+    version = json.loads(result.stdout)
+    embedded = re.match(r"v(\d+)\.(\d+)", version.get("kustomizeVersion", "v0.0"))
+    assert embedded, version
+    assert (int(embedded[1]), int(embedded[2])) >= KUSTOMIZE_AT_LEAST, (
+        f"{found} {version['clientVersion']['gitVersion']} embeds kustomize "
+        f"{version.get('kustomizeVersion', '< v4 (unreported)')}; the manifests need kustomize "
+        ">= 5.0, i.e. kubectl >= 1.27 (Debian bookworm's kubernetes-client 1.20 is too old)"
+    )
     return found
 
 

@@ -8,7 +8,7 @@ from typing import Final
 
 import grpc
 
-from service.metrics import Metrics
+from tests.deploy.exported import exported_series
 from tests.deploy.manifests import Manifest, built, of_kind, one, selects
 
 PRODUCTION: Final = "overlays/production"
@@ -28,23 +28,6 @@ REQUIRED_ALERTS: Final = {
     "BasraEngineHighLatency",
     "BasraEngineRedisUnavailable",
 }
-
-
-def metric_names() -> set[str]:
-    """The server's metrics as operators query them: counters with ``_total``."""
-    return {
-        family.name + ("_total" if family.type == "counter" else "")
-        for family in Metrics.create().registry.collect()
-    }
-
-
-def exported_series() -> set[str]:
-    """Every series name the server's registry can export (``_total``, ``_bucket``, ...)."""
-    names: set[str] = set()
-    for family in Metrics.create().registry.collect():
-        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}
-        names |= {family.name + suffix for suffix in suffixes.get(family.type, ("",))}
-    return names
 
 
 def alert_rules() -> list[Manifest]:

@@ -10,8 +10,8 @@ from typing import Final
 import pytest
 
 from service.config import ENVIRONMENT, Settings, flag_name
+from tests.deploy.exported import metric_names
 from tests.deploy.manifests import DEPLOY, built, one
-from tests.deploy.test_observability import metric_names
 
 README: Final = (DEPLOY / "README.md").read_text()
 CONFIGURE: Final = README.split("\n## Configure\n", 1)[1].split("\n## ", 1)[0]
