@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from service import config
-from service.server import SERVICE_NAME
+from service.server import LIVENESS, SERVICE_NAME
 from tests.deploy.manifests import (
     Manifest,
     built,
@@ -30,8 +30,6 @@ from tests.deploy.manifests import (
 )
 
 SERVER: Final = "basra-engine"
-LIVENESS: Final = "liveness"
-"""The health service name that stays SERVING while the process runs (service/server.py)."""
 SECRET: Final = "basra-engine-secrets"
 SECRET_SETTINGS: Final = {"REDIS_URL", "BASRA_API_KEY"}
 ALL: Final = kustomizations()
