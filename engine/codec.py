@@ -9,6 +9,7 @@ cards exactly once, totals that add up; anything else raises ``CorruptStateError
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Final
 
 from engine.cards import ALL_CARDS_MASK, CARDS, DECK_SIZE, Card, mask_of
@@ -102,32 +103,16 @@ class _Reader:
 
     def cards(self) -> tuple[Card, ...]:
         raw = self.take(self.take(1)[0])
-        if any(b >= DECK_SIZE for b in raw):
+        if raw and max(raw) >= DECK_SIZE:
             raise CorruptStateError("state bytes hold an invalid card")
-        return tuple(CARDS[b] for b in raw)
+        return tuple(map(CARDS.__getitem__, raw))
 
     def state(self) -> State:
         version, name_length = self.take(2)
         if version != FORMAT_VERSION:
             raise CorruptStateError(f"unknown state format version {version}")
-        name = self.take(name_length).decode()
-        seats, target, per_deal, floor_cards, majority, majority_pts, basra_pts, *seven = (
-            self.unpack(_PROFILE)
-        )
-        measure, limit, excluded = seven
-        profile = Profile(
-            name=name,
-            seats=seats,
-            target=target,
-            cards_per_deal=per_deal,
-            floor_cards=floor_cards,
-            majority_cards=majority,
-            majority_points=majority_pts,
-            basra_points=basra_pts,
-            seven_measure=SevenMeasure(measure),
-            seven_limit=limit,
-            seven_excluded_ranks=frozenset(r for r in range(13) if excluded >> r & 1),
-        )
+        profile = _profile(self.take(name_length) + self.take(_PROFILE.size))
+        seats = profile.seats
         seed, phase, hand_number, dealer, turn, plays, last, winner, carry = self.unpack(_HEADER)
         scores = struct.unpack(f">{seats}H", self.take(2 * seats))
         hands = tuple(self.cards() for _ in range(seats))
@@ -138,7 +123,7 @@ class _Reader:
         (hands_played,) = struct.unpack(">H", self.take(2))
         history = _replay_scores(
             profile,
-            [[tuple(self.take(3)) for _ in range(seats)] for _ in range(hands_played)],
+            self.take(3 * seats * hands_played),
             first_dealer=(dealer - (hand_number - 1)) % seats,
         )
         if self.at != len(self.data):
@@ -167,9 +152,40 @@ class _Reader:
         )
 
 
-def _replay_scores(
-    profile: Profile, hands: list[list[tuple[int, ...]]], first_dealer: int
-) -> tuple[HandScore, ...]:
+@lru_cache(maxsize=256)
+def _profile(data: bytes) -> Profile:
+    """The profile of its encoding: the name, then _PROFILE (matches share a few profiles)."""
+    name = data[: -_PROFILE.size].decode()
+    seats, target, per_deal, floor_cards, majority, majority_pts, basra_pts, *seven = (
+        _PROFILE.unpack(data[-_PROFILE.size :])
+    )
+    measure, limit, excluded = seven
+    return Profile(
+        name=name,
+        seats=seats,
+        target=target,
+        cards_per_deal=per_deal,
+        floor_cards=floor_cards,
+        majority_cards=majority,
+        majority_points=majority_pts,
+        basra_points=basra_pts,
+        seven_measure=SevenMeasure(measure),
+        seven_limit=limit,
+        seven_excluded_ranks=frozenset(r for r in range(13) if excluded >> r & 1),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _replay_scores(profile: Profile, data: bytes, first_dealer: int) -> tuple[HandScore, ...]:
+    """Hand scores from their inputs: 3 bytes (cards, specials, basras) per seat per hand.
+
+    Pure and immutable, so cached: every call of a match reloads the same history.
+    """
+    seats_per_hand = 3 * profile.seats
+    hands = [
+        [tuple(data[i + 3 * s : i + 3 * s + 3]) for s in range(profile.seats)]
+        for i in range(0, len(data), seats_per_hand)
+    ]
     carry = 0
     history = []
     for number, seats in enumerate(hands, start=1):
