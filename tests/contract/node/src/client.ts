@@ -1,0 +1,261 @@
+// A TypeScript frontend's whole match, through every RPC of basra.v1.
+//
+//   tsx src/client.ts --target HOST:PORT [--seed N]     (or $BASRA_TARGET, $BASRA_SEED)
+//
+// Creates a seeded match (and retries the creation to show idempotency), watches it from
+// version 0 as both seats, provokes rejections and unpacks their ErrorInfo and BadRequest, plays
+// it to the end with the first-choice policy (the seat to move plays the first card ListPlans
+// returns, with its plan 1, or trails it; seat 0 deals each next hand: the policy of
+// tests/contract/policy.py), checks every response against the last, and checks that each
+// WatchMatch stream carried exactly the events the calls returned. Prints the final Scoreboard
+// as one line of Protobuf JSON on stdout; everything else goes to stderr. Exits non-zero on any
+// failed check.
+
+import { randomUUID } from "node:crypto";
+import { parseArgs } from "node:util";
+
+import { clone, create, equals, toJsonString } from "@bufbuild/protobuf";
+
+import type { DealResponse, PlayResponse } from "../gen/basra/v1/basra_service_pb.js";
+import {
+  CardPlayedSchema,
+  CardSchema,
+  MatchEventSchema,
+  MatchStatus,
+  MatchViewSchema,
+  ScoreboardSchema,
+  type Card,
+  type MatchEvent,
+  type MatchView,
+} from "../gen/basra/v1/game_pb.js";
+import { DOMAIN, asSeat, connect, rejected, type BasraClient, type Rejection } from "./basra.js";
+
+const SEATS = [0, 1] as const;
+
+class CheckFailed extends Error {}
+
+function check(condition: boolean, message: string): asserts condition {
+  if (!condition) throw new CheckFailed(message);
+}
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+const cardText = (card: Card | undefined): string => (card ? `${card.rank}/${card.suit}` : "none");
+
+/** The events one call returned, and the seat that made it (deal events carry its own cards). */
+interface Returned {
+  caller: number;
+  events: MatchEvent[];
+}
+
+class Match {
+  readonly returned: Returned[] = [];
+  view: MatchView;
+
+  constructor(
+    readonly client: BasraClient,
+    readonly matchId: string,
+    readonly tokens: ReadonlyMap<number, string>,
+    created: DealResponse,
+  ) {
+    check(created.view !== undefined, "the creating Deal returns a view");
+    this.view = created.view;
+    this.returned.push({ caller: created.view.seat, events: created.events });
+  }
+
+  as(seat: number) {
+    const token = this.tokens.get(seat);
+    check(token !== undefined, `no token for seat ${seat}`);
+    return asSeat(token);
+  }
+
+  /** Check a changing call's response and make its view current. */
+  private advance(caller: number, view: MatchView | undefined, events: MatchEvent[]): MatchView {
+    check(view !== undefined, "a changing call returns a view");
+    const next = this.view.version + 1n;
+    check(view.version === next, `version ${view.version} follows ${this.view.version}`);
+    check(view.seat === caller && view.matchId === this.matchId, "the view is the caller's");
+    check(events.length > 0 && events.every((e) => e.version === next), "events carry the new version");
+    this.view = view;
+    this.returned.push({ caller, events });
+    return view;
+  }
+
+  async play(seat: number, card: Card, planId: number): Promise<PlayResponse> {
+    const response = await this.client.play(
+      { matchId: this.matchId, card, planId, expectedVersion: this.view.version, requestId: randomUUID() },
+      this.as(seat),
+    );
+    const played = response.played;
+    check(played !== undefined && played.seat === seat, "the play is the caller's");
+    check(equals(CardSchema, played.card ?? create(CardSchema), card), `played ${cardText(played.card)}`);
+    check(played.planId === planId, `plan ${played.planId} taken, ${planId} asked`);
+    const first = response.events[0]?.event;
+    check(first?.case === "cardPlayed" && equals(CardPlayedSchema, first.value, played), "the play is the first event");
+    this.advance(seat, response.view, response.events);
+    return response;
+  }
+
+  async deal(seat: number): Promise<DealResponse> {
+    const hand = this.view.handNumber;
+    const response = await this.client.deal(
+      { matchId: this.matchId, expectedVersion: this.view.version, requestId: randomUUID() },
+      this.as(seat),
+    );
+    const started = response.events[0]?.event;
+    check(started?.case === "handStarted" && started.value.hand === hand + 1, `hand ${hand + 1} starts`);
+    check(started.value.yourCards.length === 4, "the deal shows the caller its four cards");
+    this.advance(seat, response.view, response.events);
+    return response;
+  }
+}
+
+/** Every event of the match as `seat` receives it on WatchMatch from version 0. */
+async function watch(client: BasraClient, matchId: string, token: string): Promise<MatchEvent[]> {
+  const events: MatchEvent[] = [];
+  for await (const message of client.watchMatch({ matchId, afterVersion: 0n }, asSeat(token, { timeoutMs: 0 }))) {
+    check(message.event !== undefined, "every stream message holds an event");
+    events.push(message.event);
+  }
+  return events;
+}
+
+/** The event without the receiving seat's own dealt cards (which differ between seats). */
+function publicPart(event: MatchEvent): MatchEvent {
+  const copy = clone(MatchEventSchema, event);
+  if (copy.event.case === "handStarted" || copy.event.case === "cardsDealt") copy.event.value.yourCards = [];
+  return copy;
+}
+
+/** The stream `seat` received must be every event the calls returned, in order. */
+function compareStream(seat: number, streamed: MatchEvent[], returned: Returned[]): void {
+  const expected = returned.flatMap((r) => r.events.map((event) => ({ caller: r.caller, event })));
+  check(streamed.length === expected.length, `seat ${seat} streamed ${streamed.length} events, calls returned ${expected.length}`);
+  expected.forEach(({ caller, event }, i) => {
+    const got = streamed[i]!;
+    const same = caller === seat ? equals(MatchEventSchema, got, event) : equals(MatchEventSchema, publicPart(got), publicPart(event));
+    check(same, `seat ${seat}'s event ${i} (version ${got.version}) differs from the one returned`);
+    if (got.event.case === "handStarted" || got.event.case === "cardsDealt") {
+      check(got.event.value.yourCards.length === 4, `seat ${seat} sees its own dealt cards at version ${got.version}`);
+    }
+  });
+}
+
+function expectRejection(r: Rejection, code: string, reason: string, metadata: Record<string, string>): void {
+  check(r.code === code && r.reason === reason, `expected ${code}/${reason}, got ${r.code}/${r.reason}`);
+  check(r.domain === DOMAIN, `domain ${r.domain}`);
+  const sorted = (m: Readonly<Record<string, string>>) => JSON.stringify(Object.entries(m).sort());
+  check(sorted(r.metadata) === sorted(metadata), `${reason} metadata ${JSON.stringify(r.metadata)}`);
+  log(`rejected as expected: ${r.code} ${r.reason} ${JSON.stringify(r.metadata)}: ${r.message}`);
+}
+
+/** Provoke rejections before the first play; none may change the match. */
+async function provoke(match: Match): Promise<void> {
+  const { client, matchId } = match;
+  const turn = match.view.turn;
+  const other = 1 - turn;
+  const theirs = (await client.getMatch({ matchId }, match.as(other))).view;
+  check(theirs !== undefined && theirs.hand.length === 4, "the other seat holds four cards");
+  const card = theirs.hand[0]!;
+
+  const notYourTurn = await rejected(() => client.play({ matchId, card }, match.as(other)));
+  expectRejection(notYourTurn, "FAILED_PRECONDITION", "NOT_YOUR_TURN", { turn: String(turn) });
+
+  const badPlan = await rejected(() => client.play({ matchId, card, planId: -1 }, match.as(turn)));
+  expectRejection(badPlan, "INVALID_ARGUMENT", "INVALID_ARGUMENT", { field: "plan_id" });
+  const violations = badPlan.badRequest?.fieldViolations ?? [];
+  check(violations.length === 1 && violations[0]!.field === "plan_id", "BadRequest names plan_id");
+  log(`BadRequest: ${violations[0]!.field}: ${violations[0]!.description}`);
+
+  const noCard = await rejected(() => client.play({ matchId }, match.as(turn)));
+  expectRejection(noCard, "INVALID_ARGUMENT", "INVALID_CARD", { field: "card" });
+  check(noCard.badRequest?.fieldViolations[0]?.field === "card", "BadRequest names card");
+
+  const noToken = await rejected(() => client.getMatch({ matchId }, { timeoutMs: 10_000 }));
+  expectRejection(noToken, "UNAUTHENTICATED", "TOKEN_MISSING", {});
+
+  const after = (await client.getMatch({ matchId }, match.as(turn))).view;
+  check(after !== undefined && after.version === match.view.version, "rejected calls changed nothing");
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { target: { type: "string" }, seed: { type: "string" } } });
+  const target = values.target ?? process.env["BASRA_TARGET"];
+  const seed = BigInt(values.seed ?? process.env["BASRA_SEED"] ?? "42");
+  check(target !== undefined, "give the server as --target HOST:PORT or $BASRA_TARGET");
+  const client = connect(target);
+
+  const requestId = randomUUID();
+  const created = await client.deal({ seed, seat: 0, requestId }, { timeoutMs: 10_000 });
+  const tokens = new Map(created.seatTokens.map((t) => [t.seat, t.token]));
+  check(tokens.size === 2 && SEATS.every((s) => tokens.has(s)), "one token per seat");
+  const again = await client.deal({ seed, seat: 0, requestId }, { timeoutMs: 10_000 });
+  check(again.matchId === created.matchId, "a retried creation returns the same match");
+  check(again.seatTokens.every((t) => tokens.get(t.seat) === t.token), "and the same tokens");
+  const match = new Match(client, created.matchId, tokens, created);
+  log(`match ${match.matchId} seed ${seed}`);
+
+  // Watch from version 0 as both seats while the match is played; each stream ends by itself
+  // after the MatchEnded event.
+  const streams = SEATS.map((s) => watch(client, match.matchId, tokens.get(s)!));
+  streams.forEach((s) => s.catch(() => undefined)); // awaited below; do not crash before then
+
+  await provoke(match);
+
+  let plays = 0;
+  let result: PlayResponse["result"];
+  while (match.view.status !== MatchStatus.MATCH_OVER) {
+    if (match.view.status === MatchStatus.HAND_OVER) {
+      await match.deal(0);
+      continue;
+    }
+    const seat = match.view.turn;
+    const listed = await client.listPlans({ matchId: match.matchId }, match.as(seat));
+    check(listed.version === match.view.version, "plans are computed at the current version");
+    const first = listed.cards[0];
+    check(first !== undefined && first.card !== undefined, `seat ${seat} has a card to play`);
+    check(first.trails === (first.plans.length === 0), "a card trails exactly when it has no plan");
+    const response = await match.play(seat, first.card, first.plans[0]?.id ?? 0);
+    plays++;
+    if (response.handScore !== undefined) {
+      log(`hand ${response.handScore.hand} scored: totals ${match.view.seats.map((s) => s.score).join("/")}`);
+    }
+    result = response.result ?? result;
+  }
+  check(result !== undefined, "the last play reports the result");
+
+  for (const seat of SEATS) {
+    const view = (await client.getMatch({ matchId: match.matchId }, match.as(seat))).view;
+    check(view !== undefined && view.version === match.view.version, `seat ${seat}'s view is current`);
+    check(view.winner === result.winner && view.status === MatchStatus.MATCH_OVER, "GetMatch shows the winner");
+    // The last play's view, as the other seat sees it: the same but for the seat number.
+    const last = clone(MatchViewSchema, match.view);
+    last.seat = seat;
+    check(equals(MatchViewSchema, view, last), `seat ${seat}'s view is the last play's`);
+  }
+  const scores = await Promise.all(SEATS.map((s) => client.score({ matchId: match.matchId }, match.as(s))));
+  const board = scores[0]!.scoreboard;
+  check(board !== undefined && equals(ScoreboardSchema, board, scores[1]!.scoreboard!), "both seats see one scoreboard");
+  check(scores.every((s) => s.version === match.view.version), "the scoreboard is current");
+  check(board.winner === result.winner && board.status === MatchStatus.MATCH_OVER, "the scoreboard names the winner");
+  SEATS.forEach((s) => {
+    const sum = board.hands.reduce((total, hand) => total + (hand.seats[s]?.total ?? 0), 0);
+    check(board.totals[s] === sum && result.totals[s] === sum, `seat ${s}'s total is the sum of its hands`);
+  });
+
+  const streamed = await Promise.all(streams);
+  SEATS.forEach((s, i) => compareStream(s, streamed[i]!, match.returned));
+  log(`${plays} plays, ${board.hands.length} hands, winner seat ${board.winner}; streams match`);
+
+  process.stdout.write(`${toJsonString(ScoreboardSchema, board)}\n`);
+}
+
+try {
+  await main();
+  process.exit(0);
+} catch (error) {
+  log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exit(1);
+}
