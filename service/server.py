@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import grpc
-from basra.v1 import basra_service_pb2, basra_service_pb2_grpc
+from basra.v1 import basra_service_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from service import logs
 from service.config import Settings
 from service.metrics import InstrumentedStore, Metrics
-from service.servicer import Servicer
+from service.servicer import Servicer, register
 from service.store import Store, StoreUnavailableError
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
@@ -113,14 +113,16 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.max_concurrent_streams", settings.max_concurrent_streams),
         ("grpc.so_reuseport", 0),
+        # Connections are long-lived: ageing them out lets clients spread onto replicas added
+        # by the autoscaler. Calls in flight get the grace; a cut WatchMatch resumes by version.
+        ("grpc.max_connection_age_ms", 600_000),
+        ("grpc.max_connection_age_grace_ms", 30_000),
         ("grpc.keepalive_time_ms", 30_000),
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ]
     server = grpc.aio.server(options=options)
-    basra_service_pb2_grpc.add_BasraServiceServicer_to_server(
-        Servicer(settings, instrumented, metrics), server
-    )
+    register(server, Servicer(settings, instrumented, metrics))
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

@@ -19,7 +19,8 @@ from typing import Any, Final, TypeVar
 import grpc
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
-from google.protobuf.message import Message
+from google.protobuf import message_factory
+from google.protobuf.message import DecodeError, Message
 
 from engine import (
     BasraError,
@@ -56,6 +57,52 @@ SEATS: Final = 2
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
+class MalformedRequest:
+    """What a request that does not parse as its message becomes (see ``register``)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.match_id = ""
+
+
+def _parser(message: type[Message]) -> Callable[[bytes], Message | MalformedRequest]:
+    def parse(data: bytes) -> Message | MalformedRequest:
+        try:
+            return message.FromString(data)
+        except DecodeError:
+            return MalformedRequest(message.DESCRIPTOR.full_name)
+
+    return parse
+
+
+def _check_parsed(request: object) -> None:
+    if isinstance(request, MalformedRequest):
+        raise invalid_argument("request", f"is not a valid {request.message} message")
+
+
+def register(server: grpc.aio.Server, servicer: Servicer) -> None:
+    """Serve BasraService with parsers that never raise, so that bytes which are not a valid
+    request get INVALID_ARGUMENT with an ErrorInfo like any other bad input (gRPC's own parsing
+    would answer UNKNOWN without details). Built from the service descriptor, so it follows the
+    contract."""
+    handlers = {}
+    for method in pb.DESCRIPTOR.services_by_name["BasraService"].methods:
+        request = message_factory.GetMessageClass(method.input_type)
+        response = message_factory.GetMessageClass(method.output_type)
+        make = (
+            grpc.unary_stream_rpc_method_handler
+            if method.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = make(
+            getattr(servicer, method.name),
+            request_deserializer=_parser(request),
+            response_serializer=response.SerializeToString,
+        )
+    service = pb.DESCRIPTOR.services_by_name["BasraService"].full_name
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+
+
 def _reject(error: BaseException) -> ServiceError:
     """The status a failure of a call becomes."""
     if isinstance(error, ServiceError):
@@ -84,6 +131,7 @@ def unary(
         async def call(self: Servicer, request: Any, context: Context) -> R:
             start = time.perf_counter()
             try:
+                _check_parsed(request)
                 response = await handler(self, request, context)
             except Exception as exc:
                 error = _reject(exc)
@@ -324,6 +372,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
     async def _watch(
         self, request: pb.WatchMatchRequest, context: Context
     ) -> AsyncIterator[pb.WatchMatchResponse]:
+        _check_parsed(request)
         if request.after_version < 0:
             raise invalid_argument("after_version", "must be 0 or more")
         record, seat, state = await self._read(request.match_id, context)
