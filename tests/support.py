@@ -120,3 +120,76 @@ class ServerThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
         self.loop.close()
+
+
+class RedisClusterProcess:
+    """Three Redis Cluster masters on loopback, joined with ``redis-cli --cluster create``."""
+
+    def __init__(self, directory: Path, masters: int = 3) -> None:
+        self.nodes = [
+            RedisProcess(directory / f"node{i}", args=self._node_args(directory, i))
+            for i in range(masters)
+        ]
+
+    @staticmethod
+    def _node_args(directory: Path, index: int) -> tuple[str, ...]:
+        return (
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            str(directory / f"nodes-{index}.conf"),
+            "--cluster-node-timeout",
+            "2000",
+        )
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.port = _port_with_free_bus()
+            node.start()
+        cli = shutil.which("redis-cli")
+        assert cli, "redis-cli comes with redis-server"
+        subprocess.run(
+            [
+                cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        deadline = time.monotonic() + 20
+        while not all(_cluster_ok(n) for n in self.nodes):
+            assert time.monotonic() < deadline, "the cluster did not come up"
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def _cluster_ok(node: RedisProcess) -> bool:
+    info = node.client().execute_command("CLUSTER", "INFO")  # type: ignore[no-untyped-call]
+    return b"cluster_state:ok" in info
+
+
+def _port_with_free_bus() -> int:
+    """A free port whose cluster bus port (+10000) is free too."""
+    for _ in range(100):
+        port = free_port()
+        if port + 10000 < 65536:
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("no port with a free cluster bus port")
