@@ -45,14 +45,9 @@ def test_no_log_line_of_a_whole_match_holds_a_token_or_a_card(
         rng = random.Random(choices)
         play_match(client, rng)
         # Rejections log too: a wrong token, a foreign card, a play out of turn.
-        rpc_error(
-            lambda: client.stub.GetMatch(
-                __import__("basra.v1.basra_service_pb2", fromlist=["x"]).GetMatchRequest(
-                    match_id=client.match_id
-                ),
-                metadata=(("authorization", "Bearer " + "x" * 43),),
-            )
-        )
+        request = pb.GetMatchRequest(match_id=client.match_id)
+        forged = (("authorization", "Bearer " + "x" * 43),)
+        rpc_error(lambda: client.stub.GetMatch(request, metadata=forged))
         rpc_error(lambda: client.play(0, "AC"))
     finally:
         logging.getLogger("basra").handlers.clear()
