@@ -15,6 +15,7 @@ import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 
 import { clone, create, equals, toJsonString } from "@bufbuild/protobuf";
+import type { CallOptions } from "@connectrpc/connect";
 
 import type { DealResponse, PlayResponse } from "../gen/basra/v1/basra_service_pb.js";
 import {
@@ -65,7 +66,7 @@ class Match {
     this.returned.push({ caller: created.view.seat, events: created.events });
   }
 
-  as(seat: number) {
+  as(seat: number): CallOptions {
     const token = this.tokens.get(seat);
     check(token !== undefined, `no token for seat ${seat}`);
     return asSeat(token);
