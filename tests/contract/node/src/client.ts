@@ -133,13 +133,20 @@ function publicPart(event: MatchEvent): MatchEvent {
 /** The stream `seat` received must be every event the calls returned, in order. */
 function compareStream(seat: number, streamed: MatchEvent[], returned: Returned[]): void {
   const expected = returned.flatMap((r) => r.events.map((event) => ({ caller: r.caller, event })));
-  check(streamed.length === expected.length, `seat ${seat} streamed ${streamed.length} events, calls returned ${expected.length}`);
+  check(
+    streamed.length === expected.length,
+    `seat ${seat} streamed ${streamed.length} events, calls returned ${expected.length}`,
+  );
   expected.forEach(({ caller, event }, i) => {
     const got = streamed[i]!;
-    const same = caller === seat ? equals(MatchEventSchema, got, event) : equals(MatchEventSchema, publicPart(got), publicPart(event));
+    const same =
+      caller === seat
+        ? equals(MatchEventSchema, got, event)
+        : equals(MatchEventSchema, publicPart(got), publicPart(event));
     check(same, `seat ${seat}'s event ${i} (version ${got.version}) differs from the one returned`);
     if (got.event.case === "handStarted" || got.event.case === "cardsDealt") {
-      check(got.event.value.yourCards.length === 4, `seat ${seat} sees its own dealt cards at version ${got.version}`);
+      const cards = got.event.value.yourCards.length;
+      check(cards === 4, `seat ${seat} sees its own dealt cards at version ${got.version}`);
     }
   });
 }
@@ -238,7 +245,8 @@ async function main(): Promise<void> {
   }
   const scores = await Promise.all(SEATS.map((s) => client.score({ matchId: match.matchId }, match.as(s))));
   const board = scores[0]!.scoreboard;
-  check(board !== undefined && equals(ScoreboardSchema, board, scores[1]!.scoreboard!), "both seats see one scoreboard");
+  check(board !== undefined, "Score returns the scoreboard");
+  check(equals(ScoreboardSchema, board, scores[1]!.scoreboard!), "both seats see one scoreboard");
   check(scores.every((s) => s.version === match.view.version), "the scoreboard is current");
   check(board.winner === result.winner && board.status === MatchStatus.MATCH_OVER, "the scoreboard names the winner");
   SEATS.forEach((s) => {

@@ -4,7 +4,7 @@
 
 import { randomUUID } from "node:crypto";
 
-import { fromJson, toJson, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { fromJson, toJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
 
 import {
@@ -130,7 +130,12 @@ export class Bindings {
     return [];
   }
 
-  private placeholder(kind: string, name: string | undefined, actual: JsonValue | undefined, path: string): string[] {
+  private placeholder(
+    kind: string,
+    name: string | undefined,
+    actual: JsonValue | undefined,
+    path: string,
+  ): string[] {
     const shape = SHAPES[kind];
     if (shape === undefined) throw new VectorError(`${path}: unknown placeholder kind ${kind}`);
     if (typeof actual !== "string" || !shape.test(actual)) return [`${path}: ${show(actual)} is not a ${kind}`];
@@ -145,16 +150,36 @@ export class Bindings {
   }
 }
 
-type Unary = { request: DescMessage; response: DescMessage; call: (c: BasraClient, r: never, o: CallOptions) => Promise<unknown> };
-
-// Each unary RPC: its request and response schemas and the client method.
-const UNARY: Record<string, Unary> = {
-  Deal: { request: DealRequestSchema, response: DealResponseSchema, call: (c, r, o) => c.deal(r, o) },
-  ListPlans: { request: ListPlansRequestSchema, response: ListPlansResponseSchema, call: (c, r, o) => c.listPlans(r, o) },
-  Play: { request: PlayRequestSchema, response: PlayResponseSchema, call: (c, r, o) => c.play(r, o) },
-  Score: { request: ScoreRequestSchema, response: ScoreResponseSchema, call: (c, r, o) => c.score(r, o) },
-  GetMatch: { request: GetMatchRequestSchema, response: GetMatchResponseSchema, call: (c, r, o) => c.getMatch(r, o) },
-};
+/**
+ * The unary call a step makes, its request parsed from JSON strictly (a field the contract does
+ * not have is an error in the vector), returning the response in the JSON mapping.
+ */
+function unary(client: BasraClient, rpc: string, json: JsonValue): (o: CallOptions) => Promise<JsonValue> {
+  switch (rpc) {
+    case "Deal": {
+      const request = fromJson(DealRequestSchema, json);
+      return async (o) => toJson(DealResponseSchema, await client.deal(request, o));
+    }
+    case "ListPlans": {
+      const request = fromJson(ListPlansRequestSchema, json);
+      return async (o) => toJson(ListPlansResponseSchema, await client.listPlans(request, o));
+    }
+    case "Play": {
+      const request = fromJson(PlayRequestSchema, json);
+      return async (o) => toJson(PlayResponseSchema, await client.play(request, o));
+    }
+    case "Score": {
+      const request = fromJson(ScoreRequestSchema, json);
+      return async (o) => toJson(ScoreResponseSchema, await client.score(request, o));
+    }
+    case "GetMatch": {
+      const request = fromJson(GetMatchRequestSchema, json);
+      return async (o) => toJson(GetMatchResponseSchema, await client.getMatch(request, o));
+    }
+    default:
+      throw new VectorError(`unknown rpc ${rpc}`);
+  }
+}
 
 /** Replays steps with one client, keeping the placeholder bindings of one vector. */
 export class Session {
@@ -174,14 +199,12 @@ export class Session {
   async perform(step: Step): Promise<Outcome> {
     const request = this.bindings.fill(step.request ?? {});
     const options: CallOptions = { headers: this.headers(step), timeoutMs: CALL_TIMEOUT_MS };
-    if (step.rpc === "WatchMatch") return this.watch(fromJson(WatchMatchRequestSchema, request), step.expect, options);
-    const unary = UNARY[step.rpc];
-    if (unary === undefined) throw new VectorError(`unknown rpc ${step.rpc}`);
-    // Strict parsing: a field the contract does not have is an error in the vector.
-    const message = fromJson(unary.request, request);
+    if (step.rpc === "WatchMatch") {
+      return this.watch(fromJson(WatchMatchRequestSchema, request), step.expect, options);
+    }
+    const call = unary(this.client, step.rpc, request);
     try {
-      const response = await unary.call(this.client, message as never, options);
-      return { response: toJson(unary.response, response as never) };
+      return { response: await call(options) };
     } catch (error) {
       return { error: Rejection.of(error).toJson() };
     }
@@ -217,7 +240,9 @@ export class Session {
     const problems: string[] = [];
     if (expect.stream !== undefined) {
       problems.push(...this.bindings.match(expect.stream, outcome.stream, "stream", false));
-      if (expect.ends === true && outcome.ends !== true) problems.push("stream: expected the server to end the stream");
+      if (expect.ends === true && outcome.ends !== true) {
+        problems.push("stream: expected the server to end the stream");
+      }
     }
     if (expect.error !== undefined) {
       problems.push(...this.bindings.match(expect.error, outcome.error, "error", false));
