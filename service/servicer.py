@@ -8,12 +8,16 @@ replica won the race. So a play is applied exactly once, whatever the retries an
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import hmac
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
 import grpc
@@ -48,6 +52,7 @@ from service.errors import ServiceError, from_engine, internal, invalid_argument
 from service.metrics import Metrics
 from service.ratelimit import TokenBucket
 from service.store import Commit, EventEntry, MatchRecord, NewMatch, Store, StoreUnavailableError
+from service.store.base import EventPage
 
 log = logging.getLogger("basra.rpc")
 R = TypeVar("R", bound=Message)
@@ -103,6 +108,11 @@ def register(server: grpc.aio.Server, servicer: Servicer) -> None:
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
 
 
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 def _reject(error: BaseException) -> ServiceError:
     """The status a failure of a call becomes."""
     if isinstance(error, ServiceError):
@@ -154,6 +164,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         self._store = store
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
+        self._states = StateCache()
 
     def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
         elapsed = time.perf_counter() - start
@@ -231,7 +242,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
                     creation=creation,
                     requests=(b"",) * SEATS,
                 ),
-                entry=_entry(1, records.new_match_command(seed), state, events),
+                entry=Outcome.of(1, state, events).entry(records.new_match_command(seed)),
             )
             if await self._store.create(new):
                 self._metrics.matches_created.inc()
@@ -268,13 +279,13 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
 
         def act(state: State, seat: int, version: int) -> tuple[pb.DealResponse, State, EventEntry]:
             after, events = deal_next_hand(state)
+            outcome = Outcome.of(version, after, events)
             response = pb.DealResponse(
                 match_id=request.match_id,
                 view=convert.view_to_pb(after, seat, request.match_id, version),
-                events=_events_for(events, version, after, seat),
+                events=outcome.for_seat(seat),
             )
-            entry = _entry(version, records.deal_command(seat), after, events)
-            return response, after, entry
+            return response, after, outcome.entry(records.deal_command(seat))
 
         response = await self._change("Deal", request, context, pb.DealResponse, act)
         self._metrics.hands_dealt.inc()
@@ -297,10 +308,11 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
             after, events = apply(state, play)
             played = events[0]
             assert isinstance(played, CardPlayed)
+            outcome = Outcome.of(version, after, events)
             response = pb.PlayResponse(
-                played=convert.card_played_to_pb(played),
+                played=outcome.public[0].card_played,
                 view=convert.view_to_pb(after, seat, request.match_id, version),
-                events=_events_for(events, version, after, seat),
+                events=outcome.for_seat(seat),
             )
             for event in events:
                 if isinstance(event, HandScored):
@@ -309,8 +321,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
                     response.result.CopyFrom(
                         game_pb2.MatchResult(winner=event.winner, totals=event.totals)
                     )
-            entry = _entry(version, records.play_command(play, played.plan), after, events)
-            return response, after, entry
+            return response, after, outcome.entry(records.play_command(play, played.plan))
 
         response = await self._change("Play", request, context, pb.PlayResponse, act)
         self._metrics.plays.inc()
@@ -380,30 +391,51 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
             raise invalid_argument(
                 "after_version", f"is beyond the match's current version {record.version}"
             )
+        # A stream waiting on an idle match writes nothing, so gRPC would never notice the client
+        # leave: every wait races the end of the call instead.
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+
+        def on_done(_: Context) -> None:
+            loop.call_soon_threadsafe(_settle, ended)
+
+        # grpc-stubs declares DoneCallback a class, not a Protocol: a function is what grpc takes.
+        context.add_done_callback(on_done)  # type: ignore[arg-type]
         after = request.after_version
         first = True
-        while True:
-            if state.winner is not None and after >= record.version:
-                return  # the match is over and everything was sent
-            page = await self._store.events(record.match_id, after, self._settings.watch_poll_s)
-            if page.oldest_version is None:
-                raise _not_found(record.match_id)
-            if first and after and after + 1 < page.oldest_version:
-                raise ServiceError(
-                    grpc.StatusCode.OUT_OF_RANGE,
-                    "HISTORY_TRIMMED",
-                    "events after that version are no longer kept: call GetMatch and resume "
-                    "from its version",
-                    {"after_version": after, "oldest_version": page.oldest_version},
+        waiting: asyncio.Future[EventPage] | None = None
+        try:
+            while state.winner is None or after < record.version:  # else: all sent, match over
+                waiting = asyncio.ensure_future(
+                    self._store.events(record.match_id, after, self._settings.watch_poll_s)
                 )
-            first = False
-            for entry in page.entries:
-                dealt = records.decode_cards(entry.dealt_to(seat))
-                for event in records.decode_events(entry.events):
-                    yield pb.WatchMatchResponse(event=convert.for_seat(event, dealt))
-                    if event.HasField("match_ended"):
-                        return
-                after = entry.version
+                await asyncio.wait((waiting, ended), return_when=asyncio.FIRST_COMPLETED)
+                if ended.done():
+                    return  # the client has gone
+                page = waiting.result()
+                if page.oldest_version is None:
+                    raise _not_found(record.match_id)
+                if first and after and after + 1 < page.oldest_version:
+                    raise ServiceError(
+                        grpc.StatusCode.OUT_OF_RANGE,
+                        "HISTORY_TRIMMED",
+                        "events after that version are no longer kept: call GetMatch and resume "
+                        "from its version",
+                        {"after_version": after, "oldest_version": page.oldest_version},
+                    )
+                first = False
+                for entry in page.entries:
+                    dealt = records.decode_cards(entry.dealt_to(seat))
+                    for event in records.decode_events(entry.events):
+                        yield pb.WatchMatchResponse(event=convert.for_seat(event, dealt))
+                        if event.HasField("match_ended"):
+                            return
+                    after = entry.version
+        finally:
+            if waiting is not None and not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StoreUnavailableError):
+                    await waiting
 
     # -- Shared paths -------------------------------------------------------------------------
 
@@ -419,7 +451,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         token = auth.bearer_token(auth.metadata_of(context))
         record = await self._load(match_id)
         seat = auth.seat_of(token, record.token_hashes)
-        return record, seat, decode(record.state)
+        return record, seat, self._states.decode(record.state)
 
     async def _change(
         self,
@@ -451,17 +483,20 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
             if expected is not None and expected != record.version:
                 raise _version_mismatch(expected, record.version)
             version = record.version + 1
-            response, after, entry = act(decode(record.state), seat, version)
+            response, after, entry = act(self._states.decode(record.state), seat, version)
+            after_bytes = encode(after)
             stored = records.SeatRequest(asked, fingerprint, response.SerializeToString())
+            requests = list(record.requests)
+            requests[seat] = stored.encode() if request_id else b""
             commit = Commit(
                 expected_version=record.version,
-                version=version,
-                state=encode(after),
-                seat=seat,
-                request=stored.encode() if request_id else b"",
+                record=replace(
+                    record, version=version, state=after_bytes, requests=tuple(requests)
+                ),
                 entry=entry,
             )
             if await self._store.commit(match_id, commit):
+                self._states.put(after_bytes, after)
                 return response
             self._metrics.version_conflicts.inc()
         raise ServiceError(
@@ -479,31 +514,63 @@ def _creation_response(
         match_id=match_id,
         seat_tokens=[pb.SeatToken(seat=s, token=t) for s, t in enumerate(tokens)],
         view=convert.view_to_pb(state, seat, match_id, 1),
-        events=_events_for(events, 1, state, seat),
+        events=Outcome.of(1, state, events).for_seat(seat),
     )
 
 
-def _deals(events: Sequence[Event]) -> bool:
-    return any(isinstance(e, HandStarted | CardsDealt) for e in events)
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one version did, converted to messages once: as each seat receives it, and as the
+    store keeps it."""
+
+    version: int
+    after: State
+    public: tuple[game_pb2.MatchEvent, ...]
+    """The events with no seat's cards."""
+    deals: bool
+    """A deal happened: each seat's events carry its new hand."""
+
+    @classmethod
+    def of(cls, version: int, after: State, events: Sequence[Event]) -> Outcome:
+        return cls(
+            version=version,
+            after=after,
+            public=tuple(convert.event_to_pb(e, version) for e in events),
+            deals=any(isinstance(e, HandStarted | CardsDealt) for e in events),
+        )
+
+    def for_seat(self, seat: int) -> list[game_pb2.MatchEvent]:
+        """The events as ``seat`` receives them: a deal carries its own new cards."""
+        dealt = self.after.hands[seat] if self.deals else ()
+        return [convert.for_seat(event, dealt) for event in self.public]
+
+    def entry(self, command: bytes) -> EventEntry:
+        """The stored event entry: public events, plus each seat's dealt cards."""
+        private = tuple(records.encode_cards(h) for h in self.after.hands) if self.deals else ()
+        return EventEntry(self.version, command, records.encode_events(self.public), private)
 
 
-def _events_for(
-    events: Sequence[Event], version: int, after: State, seat: int
-) -> list[game_pb2.MatchEvent]:
-    """The events as ``seat`` receives them: a deal carries its own new cards (its hand now)."""
-    dealt = after.hands[seat] if _deals(events) else ()
-    return [convert.for_seat(convert.event_to_pb(e, version), dealt) for e in events]
+class StateCache:
+    """Decoded states by their bytes, the most recent first: the bytes a replica commits are
+    usually the bytes it loads next. States are immutable and their bytes canonical, so a hit is
+    always right."""
 
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._states: OrderedDict[bytes, State] = OrderedDict()
 
-def _entry(version: int, command: bytes, after: State, events: Sequence[Event]) -> EventEntry:
-    """The stored event entry of a version: public events, plus each seat's dealt cards."""
-    private = tuple(records.encode_cards(h) for h in after.hands) if _deals(events) else ()
-    return EventEntry(
-        version=version,
-        command=command,
-        events=records.encode_events(convert.event_to_pb(e, version) for e in events),
-        private=private,
-    )
+    def decode(self, data: bytes) -> State:
+        state = self._states.get(data)
+        if state is None:
+            state = decode(data)
+            self.put(data, state)
+        return state
+
+    def put(self, data: bytes, state: State) -> None:
+        self._states[data] = state
+        self._states.move_to_end(data)
+        if len(self._states) > self._size:
+            self._states.popitem(last=False)
 
 
 def _without_request_id(request: pb.PlayRequest | pb.DealRequest) -> bytes:

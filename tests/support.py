@@ -4,6 +4,8 @@ free port, and the gRPC server running in-process on port 0 in its own event-loo
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import io
 import shutil
 import socket
 import subprocess
@@ -108,8 +110,18 @@ class ServerThread:
         return f"127.0.0.1:{self.port}"
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
-        """Run a coroutine on the server's loop and return its result."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+        """Run a coroutine on the server's loop and return its result.
+
+        On a timeout the failure shows what every task of the server's loop is waiting on.
+        """
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            stacks = asyncio.run_coroutine_threadsafe(_task_stacks(), self.loop).result(5)
+            raise AssertionError(
+                f"the server loop did not answer in {timeout} s:\n{stacks}"
+            ) from None
 
     def stop(self, grace_s: float | None = 0) -> None:
         """Stop the server and its loop (again: nothing)."""
@@ -174,6 +186,15 @@ class RedisClusterProcess:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+
+async def _task_stacks() -> str:
+    """Where every task of the running loop is waiting."""
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.print_stack(limit=8, file=out)
+    return out.getvalue()
 
 
 def _cluster_ok(node: RedisProcess) -> bool:

@@ -1,8 +1,9 @@
 """The store interface and the records it keeps.
 
 A match is one record (version, engine state bytes, seat token hashes, creation and per-seat
-request records) plus an append-only, capped list of event entries, one per version. Writes are
-compare-and-set on the version, so two replicas racing on one match apply exactly one change.
+request records) plus an append-only, capped list of event entries, one per version. A change
+replaces the record, compare-and-set on the version, so two replicas racing on one match apply
+exactly one change.
 """
 
 from __future__ import annotations
@@ -57,14 +58,11 @@ class NewMatch:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """One change to a match: applied only if the match is still at ``expected_version``."""
+    """One change to a match: the new record and its event entry, applied only if the match is
+    still at ``expected_version``."""
 
     expected_version: int
-    version: int
-    state: bytes
-    seat: int
-    request: bytes
-    """The seat's new request record; empty clears it."""
+    record: MatchRecord
     entry: EventEntry
 
 

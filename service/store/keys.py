@@ -10,13 +10,6 @@ from typing import Final
 
 PREFIX: Final = "basra"
 
-# Fields of the match hash.
-VERSION: Final = "v"
-STATE: Final = "s"
-TOKENS: Final = "t"
-CREATION: Final = "c"
-REQUEST_PREFIX: Final = "q"  # q0, q1: each seat's latest idempotent request
-
 # Fields of an event stream entry.
 COMMAND: Final = "c"
 EVENTS: Final = "e"
@@ -24,18 +17,13 @@ PRIVATE_PREFIX: Final = "p"  # p0, p1: the cards each seat was dealt
 
 
 def match_key(match_id: str) -> str:
-    """The hash holding the match record."""
+    """The string holding the match record (service.store.codec)."""
     return f"{PREFIX}:{{{match_id}}}:match"
 
 
 def events_key(match_id: str) -> str:
     """The stream of the match's event entries (audit log and WatchMatch feed)."""
     return f"{PREFIX}:{{{match_id}}}:events"
-
-
-def request_field(seat: int) -> str:
-    """The hash field of a seat's latest idempotent request."""
-    return f"{REQUEST_PREFIX}{seat}"
 
 
 def private_field(seat: int) -> str:

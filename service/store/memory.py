@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from service.store.base import Commit, EventEntry, EventPage, MatchRecord, NewMatch
 
@@ -67,11 +67,7 @@ class MemoryStore:
         match = self._live(match_id)
         if match is None or match.record.version != commit.expected_version:
             return False
-        requests = list(match.record.requests)
-        requests[commit.seat] = commit.request
-        match.record = replace(
-            match.record, version=commit.version, state=commit.state, requests=tuple(requests)
-        )
+        match.record = commit.record
         match.entries.append(commit.entry)
         match.expires_at = self._clock() + self._ttl_s
         match.changed.set()

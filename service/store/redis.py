@@ -1,10 +1,10 @@
 """The Redis store: matches shared by every replica, Redis Cluster ready.
 
-A match is a hash (``keys.match_key``) and a capped stream (``keys.events_key``) under one hash
-tag. Loading is one HGETALL; every change is one Lua script that checks the version, writes the
-state, the seat's request record and the event entry, and restarts the idle expiry of both keys:
-two round trips per play. Every call has a deadline; past it, or on any connection fault, the
-call raises StoreUnavailableError.
+A match is a string (``keys.match_key``, see ``service.store.codec``) and a capped stream
+(``keys.events_key``) under one hash tag. Loading is one GET; every change is one Lua script that
+compares the version prefix, replaces the record, appends the event entry and restarts the idle
+expiry of both keys: two round trips per play. Every call has a deadline; past it, or on any
+connection fault, the call raises StoreUnavailableError.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from service.store.base import (
     NewMatch,
     StoreUnavailableError,
 )
+from service.store.codec import decode_record, encode_record, version_prefix
 
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
@@ -38,30 +39,22 @@ _UNAVAILABLE: Final = (
     TimeoutError,
 )
 
-# KEYS: match hash, events stream. ARGV: ttl ms, maxlen, version, state, tokens, creation,
-# then the entry's field/value pairs.
+# KEYS: match record, events stream. ARGV: ttl ms, maxlen, version, record, then the entry's
+# field/value pairs.
 _CREATE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[3], 's', ARGV[4], 't', ARGV[5], 'c', ARGV[6])
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 7))
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1])
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 5))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
 """
 
-# KEYS: match hash, events stream. ARGV: ttl ms, maxlen, expected version, new version, state,
-# request field, request record ('' clears it), then the entry's field/value pairs.
+# KEYS: match record, events stream. ARGV: ttl ms, maxlen, expected version (8-byte prefix),
+# new version, new record, then the entry's field/value pairs.
 _COMMIT: Final = """
-local current = redis.call('HGET', KEYS[1], 'v')
-if current ~= ARGV[3] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[4], 's', ARGV[5])
-if ARGV[7] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[6])
-else
-  redis.call('HSET', KEYS[1], ARGV[6], ARGV[7])
-end
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 8))
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return 0 end
+redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 6))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
 """
@@ -117,24 +110,15 @@ class RedisStore:
             async with asyncio.timeout(timeout_s or self._timeout_s):
                 return await operation
         except _UNAVAILABLE as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # The call was cancelled (its client left): not a store fault.
+                raise asyncio.CancelledError from exc
             raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
 
     async def load(self, match_id: str) -> MatchRecord | None:
-        fields: dict[bytes, bytes] = await self._call(self._redis.hgetall(keys.match_key(match_id)))
-        if not fields:
-            return None
-        tokens = fields[keys.TOKENS.encode()]
-        seats = len(tokens) // 32
-        return MatchRecord(
-            match_id=match_id,
-            version=int(fields[keys.VERSION.encode()]),
-            state=fields[keys.STATE.encode()],
-            token_hashes=tuple(tokens[i : i + 32] for i in range(0, len(tokens), 32)),
-            creation=fields.get(keys.CREATION.encode(), b""),
-            requests=tuple(
-                fields.get(keys.request_field(seat).encode(), b"") for seat in range(seats)
-            ),
-        )
+        data: bytes | None = await self._call(self._redis.get(keys.match_key(match_id)))
+        return None if data is None else decode_record(match_id, data)
 
     async def create(self, new: NewMatch) -> bool:
         record = new.record
@@ -145,9 +129,7 @@ class RedisStore:
                     self._ttl_ms,
                     self._maxlen,
                     record.version,
-                    record.state,
-                    b"".join(record.token_hashes),
-                    record.creation,
+                    encode_record(record),
                     *_entry_fields(new.entry),
                 ],
             )
@@ -161,11 +143,9 @@ class RedisStore:
                 args=[
                     self._ttl_ms,
                     self._maxlen,
-                    commit.expected_version,
-                    commit.version,
-                    commit.state,
-                    keys.request_field(commit.seat),
-                    commit.request,
+                    version_prefix(commit.expected_version),
+                    commit.record.version,
+                    encode_record(commit.record),
                     *_entry_fields(commit.entry),
                 ],
             )

@@ -14,7 +14,8 @@ from basra.v1 import game_pb2
 from engine import Phase, Play, State, apply, deal_next_hand, decode, new_match
 from service import records
 from service.client import MatchClient, to_card
-from service.store import keys
+from service.store import MatchRecord, keys
+from service.store.codec import decode_record
 
 
 @dataclass
@@ -61,8 +62,10 @@ def engine_replay(seed: int, plays: list[tuple[int, str, int]]) -> State:
     return state
 
 
-def _hash(client: redis.Redis, key: str) -> dict[bytes, bytes]:
-    return cast(dict[bytes, bytes], client.hgetall(key))
+def stored_record(client: redis.Redis, match_id: str) -> MatchRecord:
+    """The match record as stored in Redis."""
+    data = cast(bytes, client.get(keys.match_key(match_id)))
+    return decode_record(match_id, data)
 
 
 def _stream(client: redis.Redis, key: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
@@ -71,8 +74,8 @@ def _stream(client: redis.Redis, key: str) -> list[tuple[bytes, dict[bytes, byte
 
 def stored_state(client: redis.Redis, match_id: str) -> tuple[int, State]:
     """(version, state) as stored in Redis."""
-    fields = _hash(client, keys.match_key(match_id))
-    return int(fields[keys.VERSION.encode()]), decode(fields[keys.STATE.encode()])
+    record = stored_record(client, match_id)
+    return record.version, decode(record.state)
 
 
 def audit_replay(client: redis.Redis, match_id: str) -> tuple[int, State]:
@@ -111,6 +114,6 @@ def audit_states(client: redis.Redis, match_id: str) -> dict[int, State]:
 def snapshot(client: redis.Redis, match_id: str) -> tuple[object, ...]:
     """Everything stored for a match: to prove a rejected call changed nothing."""
     return (
-        sorted(_hash(client, keys.match_key(match_id)).items()),
+        client.get(keys.match_key(match_id)),
         _stream(client, keys.events_key(match_id)),
     )

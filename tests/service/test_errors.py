@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 
 import grpc
@@ -15,8 +16,9 @@ from basra.v1 import basra_service_pb2_grpc, game_pb2
 from service.client import MatchClient, Rejection, card_pb, to_card
 from service.errors import DOMAIN
 from service.store import keys
+from service.store.codec import encode_record
 from tests.service.conftest import new_match, rpc_error
-from tests.service.driver import play_match, snapshot
+from tests.service.driver import play_match, snapshot, stored_record
 from tests.support import ServerThread
 
 Code = grpc.StatusCode
@@ -395,6 +397,7 @@ def test_history_trimmed_when_resuming_before_the_kept_events(
 
 
 def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:
-    store.hset(keys.match_key(client.match_id), keys.STATE, b"\x01garbage")
+    record = replace(stored_record(store, client.match_id), state=b"\x01garbage")
+    store.set(keys.match_key(client.match_id), encode_record(record))
     r = Rejection.of(rpc_error(lambda: client.view(0)))
     assert (r.code, r.reason) == (Code.DATA_LOSS, "STATE_CORRUPT")

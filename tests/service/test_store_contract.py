@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 import pytest
 import redis
@@ -45,9 +46,16 @@ def new(match_id: str = "M" * 22) -> NewMatch:
 
 
 def commit(version: int, seat: int = 0, request: bytes = b"") -> Commit:
-    return Commit(
-        version, version + 1, b"state-%d" % (version + 1), seat, request, entry(version + 1)
+    """The change from ``version``: a new state and the seat's request record."""
+    requests = [b"", b""]
+    requests[seat] = request
+    record = replace(
+        new().record,
+        version=version + 1,
+        state=b"state-%d" % (version + 1),
+        requests=tuple(requests),
     )
+    return Commit(version, record, entry(version + 1))
 
 
 def test_load_of_an_unknown_match_is_none(make_store: StoreFactory) -> None:
