@@ -367,18 +367,23 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         self, request: pb.WatchMatchRequest, context: Context
     ) -> AsyncIterator[pb.WatchMatchResponse]:
         start = time.perf_counter()
+        # gRPC does not close a streaming handler whose client left (it is finalized whenever it
+        # is collected): the count of open streams follows the end of the call itself.
         self._metrics.watch_streams.inc()
+        context.add_done_callback(self._stream_ended)  # type: ignore[arg-type]  # see _watch
         try:
-            async for response in self._watch(request, context):
-                yield response
+            async with contextlib.aclosing(self._watch(request, context)) as events:  # type: ignore[type-var]
+                async for response in events:
+                    yield response
         except Exception as exc:
             error = _reject(exc)
             self._observe("WatchMatch", request, start, error)
             await context.abort(error.code, error.message, error.trailing_metadata())
         else:
             self._observe("WatchMatch", request, start, None)
-        finally:
-            self._metrics.watch_streams.dec()
+
+    def _stream_ended(self, _: Context) -> None:
+        self._metrics.watch_streams.dec()
 
     async def _watch(
         self, request: pb.WatchMatchRequest, context: Context

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -16,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -237,3 +239,43 @@ def test_stopping_a_server_closes_its_store(
     new_match(server)
     server.stop(grace)
     assert server.loop.is_closed()
+
+
+def test_watch_streams_whose_client_left_are_closed(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    """A stream waiting on an idle match writes nothing; it must still end when its client goes,
+    long before its store wait (5 s here) would, and whatever the garbage collector does (gRPC
+    leaves the handler of a cancelled stream to be finalized whenever it is collected)."""
+    server = start_server(redis_url=redis_url, watch_poll_s=5.0)
+    client = new_match(server, seed=3)
+    play_match(client, random.Random(1), stop=lambda v: v.plays_left < 30)
+    streams = [
+        client.stub.WatchMatch(
+            pb.WatchMatchRequest(match_id=client.match_id), metadata=client.metadata(i % 2)
+        )
+        for i in range(40)
+    ]
+
+    def read_some_then_leave(index: int, stream: Any) -> None:  # a response iterator and a call
+        for count, _ in enumerate(stream, start=1):
+            if count >= 1 + index % 4:
+                break
+        stream.cancel()
+
+    readers = [
+        threading.Thread(target=read_some_then_leave, args=(i, s)) for i, s in enumerate(streams)
+    ]
+    gauge = server.server.metrics.watch_streams
+    gc.disable()
+    try:
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout=10)
+        deadline = time.monotonic() + 3
+        while gauge._value.get() > 0:
+            assert time.monotonic() < deadline, f"{gauge._value.get()} streams still open"
+            time.sleep(0.05)
+    finally:
+        gc.enable()
