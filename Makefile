@@ -76,7 +76,7 @@ unit: $(STAMP) redis-server kubectl
 test: lint typecheck unit
 
 bench: $(STAMP) redis-server
-	$(BIN)/python -m tests.bench.engine_bench
+	$(BIN)/python -m tests.bench
 
 golden: $(STAMP)
 	$(BIN)/python -m tests.engine.transcript --update

@@ -1,0 +1,25 @@
+"""``make bench``: engine and service figures, human-readable, then one JSON line.
+
+Bounded in time (about three minutes on two cores); loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.bench.engine_bench import engine_figures
+from tests.bench.service_bench import service_figures
+
+
+def main() -> None:
+    started = time.monotonic()
+    figures = engine_figures()
+    print()
+    figures.update(service_figures())
+    print(f"\n(benchmark took {time.monotonic() - started:.0f} s)")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
