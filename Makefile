@@ -13,6 +13,10 @@ GEN := gen/python/.generated
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
 # The last released contract: buf breaking compares proto/ with it (README, "Contract releases").
 RELEASED := proto/released.json
+# The TypeScript contract client (tests/contract/node): npm packages from the lock file, stubs by buf.
+NODE := tests/contract/node
+NODE_MODULES := $(NODE)/node_modules/.package-lock.json
+TS_STUBS := $(NODE)/gen/.generated
 
 .PHONY: help run test lint typecheck unit bench golden redis-server kubectl contract-release clean
 
@@ -70,7 +74,17 @@ kubectl:
 	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
 	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends kubernetes-client; }; }
 
-unit: $(STAMP) redis-server kubectl
+# npm ci writes node_modules/.package-lock.json: it stamps the install.
+$(NODE_MODULES): $(NODE)/package.json $(NODE)/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are needed for the contract tests"; exit 1; }
+	cd $(NODE) && npm ci --no-audit --no-fund
+	@touch $@
+
+$(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
+	$(BIN)/buf generate --template $(NODE)/buf.gen.yaml
+	@touch $@
+
+unit: $(STAMP) redis-server kubectl $(TS_STUBS)
 	$(BIN)/pytest
 
 test: lint typecheck unit
@@ -89,4 +103,4 @@ contract-release: $(TOOLS)
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean:
-	rm -rf $(VENV) gen .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) gen .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen
