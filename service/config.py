@@ -43,7 +43,8 @@ class Settings:
     health_interval_s: float = 2.0
     """How often the store is pinged for the health service."""
     events_maxlen: int = 2000
-    """Events kept per match (a two-seat hand makes about 56); older ones are trimmed."""
+    """Versions whose events are kept per match (a two-seat hand makes 49: its deal and 48
+    plays, so 2000 keep about 40 hands); older ones are trimmed."""
     max_message_bytes: int = 64 * 1024
     """Largest request or response message accepted."""
     max_concurrent_streams: int = 100
@@ -117,7 +118,7 @@ _HELP: Final = {
     "drain_s": "seconds in-flight calls may finish after SIGTERM",
     "store_timeout_s": "deadline of each store call, seconds",
     "health_interval_s": "seconds between store health checks",
-    "events_maxlen": "events kept per match",
+    "events_maxlen": "versions of events kept per match (49 per hand)",
     "max_message_bytes": "largest message accepted, bytes",
     "max_concurrent_streams": "concurrent calls per connection",
     "create_rate": "matches created per second per replica",

@@ -165,12 +165,20 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
         self._states = StateCache()
+        # Labelled metric children by label values, resolved once.
+        self._calls: dict[tuple[str, str], Any] = {}
+        self._latency: dict[str, Any] = {}
 
     def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
         elapsed = time.perf_counter() - start
         code = "OK" if error is None else error.code.name
-        self._metrics.calls.labels(method, code).inc()
-        self._metrics.latency.labels(method).observe(elapsed)
+        key = (method, code)
+        if (counter := self._calls.get(key)) is None:
+            counter = self._calls[key] = self._metrics.calls.labels(method, code)
+        counter.inc()
+        if (latency := self._latency.get(method)) is None:
+            latency = self._latency[method] = self._metrics.latency.labels(method)
+        latency.observe(elapsed)
         if error is not None:
             log.info(
                 "call rejected",
@@ -214,6 +222,12 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
                 "SEEDS_DISABLED",
                 "this server draws its own seeds: omit seed",
             )
+        fingerprint = auth.fingerprint("Deal", _without_request_id(request))
+        if request_id and await self._store.load(auth.match_id_for(request_id)) is not None:
+            # A retry of a creation already made: answer it, whatever the creation rate.
+            return await self._repeat_creation(
+                auth.match_id_for(request_id), request_id, fingerprint
+            )
         if (wait := self._creations.take()) > 0:
             raise ServiceError(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -222,7 +236,6 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
                 {"retry_after_s": wait},
                 retry_after_s=wait,
             )
-        fingerprint = auth.fingerprint("Deal", _without_request_id(request))
         for _ in range(3):
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             assert 0 <= seed <= MAX_SEED
@@ -276,6 +289,8 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
     async def _next_hand(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
         if request.HasField("seed"):
             raise invalid_argument("seed", "applies only to creating a match")
+        if request.seat:
+            raise invalid_argument("seat", "applies only to creating a match")
 
         def act(state: State, seat: int, version: int) -> tuple[pb.DealResponse, State, EventEntry]:
             after, events = deal_next_hand(state)
@@ -504,11 +519,14 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
                 self._states.put(after_bytes, after)
                 return response
             self._metrics.version_conflicts.inc()
+        seen = {"current_version": record.version}
+        if expected is not None:
+            seen["expected_version"] = expected
         raise ServiceError(
             grpc.StatusCode.ABORTED,
             "VERSION_MISMATCH",
-            "the match kept changing under this call: reload and retry",
-            {"match_id": match_id},
+            "the match kept changing under this call: reload and decide again",
+            seen,
         )
 
 
@@ -537,10 +555,12 @@ class Outcome:
 
     @classmethod
     def of(cls, version: int, after: State, events: Sequence[Event]) -> Outcome:
+        public = [convert.event_to_pb(e, version) for e in events]
+        public[-1].version_complete = True  # clients resume after complete versions
         return cls(
             version=version,
             after=after,
-            public=tuple(convert.event_to_pb(e, version) for e in events),
+            public=tuple(public),
             deals=any(isinstance(e, HandStarted | CardsDealt) for e in events),
         )
 
@@ -579,9 +599,13 @@ class StateCache:
 
 
 def _without_request_id(request: pb.PlayRequest | pb.DealRequest) -> bytes:
-    copy = type(request).FromString(request.SerializeToString())
-    copy.ClearField("request_id")
-    return copy.SerializeToString(deterministic=True)
+    """The request's bytes without its request_id (the request is left as it was)."""
+    request_id = request.request_id
+    request.ClearField("request_id")
+    try:
+        return request.SerializeToString(deterministic=True)
+    finally:
+        request.request_id = request_id
 
 
 def _not_found(match_id: str) -> ServiceError:

@@ -262,6 +262,11 @@ def malformed_requests(client: MatchClient) -> Iterator[tuple[str, Callable[[], 
         "seed",
     )
     yield (
+        "seat on next hand",
+        lambda: stub.Deal(pb.DealRequest(match_id=mid, seat=1), metadata=md),
+        "seat",
+    )
+    yield (
         "watch version",
         lambda: list(
             stub.WatchMatch(pb.WatchMatchRequest(match_id=mid, after_version=-1), metadata=md)
@@ -377,12 +382,15 @@ def test_creation_rate_is_limited_with_a_retry_delay(
     start_server: Callable[..., ServerThread], redis_url: str
 ) -> None:
     server = start_server(redis_url=redis_url, create_rate=0.5, create_burst=2)
-    MatchClient.create(server.channel)
+    _, first = MatchClient.create(server.channel, request_id="rate-limited-retry-0001")
     MatchClient.create(server.channel)
     r = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel)))
     assert (r.code, r.reason) == (Code.RESOURCE_EXHAUSTED, "RATE_LIMITED")
     assert r.retry_after_s is not None
     assert 0 < r.retry_after_s <= 2
+    # A retry of a creation already made is answered whatever the rate.
+    _, again = MatchClient.create(server.channel, request_id="rate-limited-retry-0001")
+    assert again == first
 
 
 def test_history_trimmed_when_resuming_before_the_kept_events(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import pytest
 from basra.v1 import basra_service_pb2 as pb
@@ -34,6 +35,9 @@ def test_a_full_seeded_match_ends_as_the_engine_says(any_server: ServerThread) -
         list(h.totals) for h in expected.history
     ]
     assert [h.carry_after for h in board.hands] == [h.carry_after for h in expected.history]
+    for _, response in played.responses:
+        assert [e.version_complete for e in response.events][-1]
+        assert sum(e.version_complete for e in response.events) == 1
     last = played.responses[-1][1]
     assert isinstance(last, pb.PlayResponse)
     assert last.HasField("result")
@@ -131,7 +135,9 @@ def test_watch_events_carry_only_public_cards_and_the_watchers_own_deals(
     states = audit_states(store, client.match_id)
     last = max(states)
     deals = 0
+    versions: list[tuple[int, bool]] = []
     for event in client.watch(seat, 0, timeout=10):
+        versions.append((event.version, event.version_complete))
         state = states[event.version]
         assert not cards_in(event) & (set(state.hands[1 - seat]) | set(state.stock))
         kind = event.WhichOneof("event")
@@ -141,3 +147,7 @@ def test_watch_events_carry_only_public_cards_and_the_watchers_own_deals(
         if event.version == last:
             break
     assert deals == 8  # hand 1: six deals; hand 2 (9 plays in): its first two
+    # Exactly the last event of each version says the version is complete: resume points.
+    for (version, complete), (next_version, _) in pairwise(versions):
+        assert complete == (next_version != version)
+    assert versions[-1][1]
