@@ -100,17 +100,20 @@ class InstrumentedStore:
 
     def __init__(self, store: Store, metrics: Metrics) -> None:
         self.inner = store
-        self._metrics = metrics
+        operations = ("load", "create", "commit", "events", "ping")
+        # Labelled children resolved once: every call of every play goes through here.
+        self._latency = {op: metrics.store_latency.labels(op) for op in operations}
+        self._errors = {op: metrics.store_errors.labels(op) for op in operations}
 
     async def _timed(self, operation: str, call: Awaitable[T]) -> T:
         start = time.perf_counter()
         try:
             return await call
         except Exception:
-            self._metrics.store_errors.labels(operation).inc()
+            self._errors[operation].inc()
             raise
         finally:
-            self._metrics.store_latency.labels(operation).observe(time.perf_counter() - start)
+            self._latency[operation].observe(time.perf_counter() - start)
 
     async def load(self, match_id: str) -> MatchRecord | None:
         return await self._timed("load", self.inner.load(match_id))
@@ -126,7 +129,7 @@ class InstrumentedStore:
         try:
             return await self.inner.events(match_id, after_version, wait_s)
         except Exception:
-            self._metrics.store_errors.labels("events").inc()
+            self._errors["events"].inc()
             raise
 
     async def ping(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 from redis import exceptions as redis_errors
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.sentinel import Sentinel
 
@@ -76,39 +76,49 @@ class RedisStore:
         self._ttl_ms = int(ttl_s * 1000)
         self._maxlen = events_maxlen
         self._timeout_s = timeout_s
-        options: dict[str, Any] = {
+        # The deadline of each call is the asyncio.timeout in _call, covering the wait for a
+        # connection, the write and the read together; redis-py's per-socket timeouts would add
+        # a task and two timers to every command. The blocking-read client keeps them: without,
+        # handlers of cancelled WatchMatch streams were measured to finish seconds late.
+        blocking_options: dict[str, Any] = {
             "socket_timeout": timeout_s,
             "socket_connect_timeout": timeout_s,
             "decode_responses": False,
         }
+        options: dict[str, Any] = {
+            "socket_connect_timeout": timeout_s,
+            "decode_responses": False,
+        }
+        # Calls beyond pool_size wait for a slot instead of failing for want of a connection.
+        self._slots = asyncio.Semaphore(pool_size)
         self._redis: Redis | RedisCluster
         # Blocking reads (WatchMatch) hold a connection while they wait: they get a client and
         # pool of their own, so open streams never starve calls.
         self._blocking: Redis | RedisCluster
         if cluster:
             self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
-            self._blocking = RedisCluster.from_url(url, **options)
+            self._blocking = RedisCluster.from_url(url, **blocking_options)
         elif url.startswith(SENTINEL_SCHEME):
             self._redis = sentinel_master(url, {**options, "max_connections": pool_size})
-            self._blocking = sentinel_master(url, options)
+            self._blocking = sentinel_master(url, blocking_options)
         else:
-            # Calls wait for a free connection (within the store deadline) instead of failing.
-            pool = BlockingConnectionPool.from_url(
-                url,
-                max_connections=pool_size,
-                timeout=timeout_s,
-                health_check_interval=30,
-                **options,
+            self._redis = Redis.from_url(
+                url, max_connections=pool_size, health_check_interval=30, **options
             )
-            self._redis = Redis.from_pool(pool)  # the client owns the pool: aclose closes it
-            self._blocking = Redis.from_url(url, **options)
+            self._blocking = Redis.from_url(url, **blocking_options)
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
 
-    async def _call(self, operation: Any, timeout_s: float | None = None) -> Any:
+    async def _call(
+        self, operation: Any, timeout_s: float | None = None, *, blocking: bool = False
+    ) -> Any:
         try:
             async with asyncio.timeout(timeout_s or self._timeout_s):
-                return await operation
+                if blocking:
+                    return await operation
+                # At most pool_size calls at once; the others queue here, within the deadline.
+                async with self._slots:
+                    return await operation
         except _UNAVAILABLE as exc:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -167,6 +177,7 @@ class RedisStore:
                     {key: keys.stream_id(after_version)}, block=int(wait_s * 1000)
                 ),
                 timeout_s=wait_s + self._timeout_s,
+                blocking=True,
             )
             entries = found[0][1] if found else []
         return EventPage(tuple(_entry(e) for e in entries), _version(first[0][0]))
