@@ -114,6 +114,12 @@ class MatchClient:
         tokens = {t.seat: t.token for t in response.seat_tokens}
         return cls(stub, response.match_id, tokens), response
 
+    def via(self, channel: grpc.Channel) -> MatchClient:
+        """The same match and seat tokens, through another channel (another replica)."""
+        return MatchClient(
+            basra_service_pb2_grpc.BasraServiceStub(channel), self.match_id, self.tokens
+        )
+
     def metadata(self, seat: int) -> tuple[tuple[str, str], ...]:
         """The call metadata that authenticates ``seat``."""
         return (("authorization", f"Bearer {self.tokens[seat]}"),)

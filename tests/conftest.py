@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +24,12 @@ def redis_url(redis_process: RedisProcess) -> str:
     """The session Redis, emptied before each test."""
     redis_process.client().flushall()
     return redis_process.url
+
+
+@pytest.fixture
+def aof_redis(tmp_path: Path) -> Iterator[RedisProcess]:
+    """A redis-server of the test's own with AOF on, so a restart keeps what was written."""
+    process = RedisProcess(tmp_path / "redis", appendonly=True)
+    process.start()
+    yield process
+    process.stop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -16,14 +15,6 @@ from tests.service.driver import audit_replay, stored_state
 from tests.support import RedisProcess
 
 MATCHES = 16
-
-
-@pytest.fixture
-def aof_redis(tmp_path: Path) -> Iterator[RedisProcess]:
-    process = RedisProcess(tmp_path / "redis", appendonly=True)
-    process.start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -11,7 +11,7 @@ import redis
 from basra.v1 import game_pb2
 
 from service.client import MatchClient, Rejection
-from tests.service.conftest import new_match
+from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import audit_replay, play_match, stored_state
 from tests.support import ServerThread
 
@@ -22,26 +22,22 @@ def twin_servers(
     return start_server(redis_url=redis_url), start_server(redis_url=redis_url)
 
 
-def on(server: ServerThread, client: MatchClient) -> MatchClient:
-    """The same match and tokens, through another server."""
-    return MatchClient(
-        __import__("basra.v1.basra_service_pb2_grpc", fromlist=["x"]).BasraServiceStub(
-            server.channel
-        ),
-        client.match_id,
-        client.tokens,
-    )
+def racing_matches(
+    start_server: Callable[..., ServerThread], redis_url: str, count: int = 12
+) -> Iterator[tuple[MatchClient, MatchClient, int]]:
+    """New matches, each reachable through two servers on one Redis: (client through the
+    first, client through the second, the seat to play)."""
+    a, b = twin_servers(start_server, redis_url)
+    for seed in range(count):
+        client = new_match(a, seed=seed)
+        yield client, client.via(b.channel), client.view(0).turn
 
 
 def test_two_servers_racing_the_same_seat_apply_exactly_one_play(
     start_server: Callable[..., ServerThread], redis_url: str
 ) -> None:
-    a, b = twin_servers(start_server, redis_url)
     store = redis.Redis.from_url(redis_url)
-    for seed in range(12):
-        client = new_match(a, seed=seed)
-        other = on(b, client)
-        seat = client.view(0).turn
+    for client, other, seat in racing_matches(start_server, redis_url):
         options = client.plans(seat)[:2]
         calls = [
             (c, o.card, 1 if o.plans else 0)
@@ -68,17 +64,13 @@ def test_two_servers_racing_the_same_seat_apply_exactly_one_play(
 def test_concurrent_retries_of_one_request_id_on_two_servers_play_once(
     start_server: Callable[..., ServerThread], redis_url: str
 ) -> None:
-    a, b = twin_servers(start_server, redis_url)
     store = redis.Redis.from_url(redis_url)
-    for seed in range(12):
-        client = new_match(a, seed=seed)
-        other = on(b, client)
-        seat = client.view(0).turn
+    for index, (client, other, seat) in enumerate(racing_matches(start_server, redis_url)):
         option = client.plans(seat)[0]
         plan = 1 if option.plans else 0
         with ThreadPoolExecutor(4) as pool:
             futures = [
-                pool.submit(c.play, seat, option.card, plan, request_id=f"retry-{seed}")
+                pool.submit(c.play, seat, option.card, plan, request_id=f"retry-{index}")
                 for c in (client, other, client, other)
             ]
             responses = [f.result() for f in futures]
@@ -107,7 +99,7 @@ def test_a_retried_creation_returns_the_same_match_and_tokens(server: ServerThre
     _, again = MatchClient.create(server.channel, seed=9, request_id="7d2f0c1e-create-0001")
     assert again == first
     r = Rejection.of(
-        _fails(
+        rpc_error(
             lambda: MatchClient.create(server.channel, seed=10, request_id="7d2f0c1e-create-0001")
         )
     )
@@ -132,7 +124,9 @@ def test_concurrent_matches_on_two_servers_all_finish(
     def play(seed: int) -> str:
         client = new_match(a if seed % 2 else b, seed=seed)
         # Each call goes to either server at random.
-        spread = SpreadClient(client, [on(a, client), on(b, client)], random.Random(seed))
+        spread = SpreadClient(
+            client, [client.via(a.channel), client.via(b.channel)], random.Random(seed)
+        )
         play_match(spread, random.Random(seed))  # type: ignore[arg-type]
         return client.match_id
 
@@ -153,11 +147,3 @@ class SpreadClient:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.rng.choice(self.clients), name)
-
-
-def _fails(call: Callable[[], object]) -> grpc.RpcError:
-    try:
-        call()
-    except grpc.RpcError as error:
-        return error
-    raise AssertionError("expected a rejection")

@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
-import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from service.client import MatchClient, Rejection
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
 from tests.support import RedisProcess, ServerThread
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisProcess]:
-    """A Redis of this test's own, with AOF on so a restart keeps the data."""
-    process = RedisProcess(tmp_path / "redis", appendonly=True)
-    process.start()
-    yield process
-    process.stop()
 
 
 def health(server: ServerThread, service: str = "") -> int:
@@ -49,36 +39,30 @@ def test_a_server_restarted_mid_match_continues_it(
     before = client.view(0)
     first.stop()
     second = start_server(redis_url=redis_url)
-    resumed = MatchClient(
-        __import__("basra.v1.basra_service_pb2_grpc", fromlist=["x"]).BasraServiceStub(
-            second.channel
-        ),
-        client.match_id,
-        client.tokens,
-    )
+    resumed = client.via(second.channel)
     assert resumed.view(0) == before
     play_match(resumed, random.Random(2))
     assert resumed.score(0).scoreboard.HasField("winner")
 
 
 def test_redis_down_gives_unavailable_and_not_serving_then_recovers(
-    start_server: Callable[..., ServerThread], own_redis: RedisProcess
+    start_server: Callable[..., ServerThread], aof_redis: RedisProcess
 ) -> None:
-    server = start_server(redis_url=own_redis.url, store_timeout_s=0.5)
+    server = start_server(redis_url=aof_redis.url, store_timeout_s=0.5)
     client = new_match(server, seed=21)
     play_match(client, random.Random(4), stop=lambda v: v.plays_left <= 40)
     view = client.view(0)
     seat = view.turn
     card = client.view(seat).hand[0]
     wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.SERVING)
-    own_redis.stop()
+    aof_redis.stop()
     for call in (lambda: client.view(seat), lambda: client.play(seat, card)):
         r = Rejection.of(rpc_error(call))
         assert (r.code, r.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
     wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.NOT_SERVING)
     assert health(server, "basra.v1.BasraService") == health_pb2.HealthCheckResponse.NOT_SERVING
     assert health(server, "liveness") == health_pb2.HealthCheckResponse.SERVING
-    own_redis.start()  # same port, AOF replays the match
+    aof_redis.start()  # same port, AOF replays the match
     wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.SERVING)
     assert client.view(0) == view  # nothing lost, nothing applied while it was down
     play_match(client, random.Random(5))
