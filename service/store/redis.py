@@ -91,6 +91,7 @@ class RedisStore:
         }
         # Calls beyond pool_size wait for a slot instead of failing for want of a connection.
         self._slots = asyncio.Semaphore(pool_size)
+        self._sentinels: list[Sentinel] = []
         self._redis: Redis | RedisCluster
         # Blocking reads (WatchMatch) hold a connection while they wait: they get a client and
         # pool of their own, so open streams never starve calls.
@@ -99,8 +100,9 @@ class RedisStore:
             self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
             self._blocking = RedisCluster.from_url(url, **blocking_options)
         elif url.startswith(SENTINEL_SCHEME):
-            self._redis = sentinel_master(url, {**options, "max_connections": pool_size})
-            self._blocking = sentinel_master(url, blocking_options)
+            self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
+            self._blocking, reads = sentinel_master(url, blocking_options)
+            self._sentinels = [calls, reads]
         else:
             self._redis = Redis.from_url(
                 url, max_connections=pool_size, health_check_interval=30, **options
@@ -188,6 +190,9 @@ class RedisStore:
     async def close(self) -> None:
         await self._redis.aclose()
         await self._blocking.aclose()
+        for sentinel in self._sentinels:
+            for client in sentinel.sentinels:
+                await client.aclose()
 
     async def memory_usage(self, match_id: str) -> tuple[int, int]:
         """Bytes Redis uses for the match record and for its event stream (benchmarks)."""
@@ -199,9 +204,10 @@ class RedisStore:
 SENTINEL_SCHEME: Final = "redis+sentinel://"
 
 
-def sentinel_master(url: str, options: dict[str, Any]) -> Redis:
+def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]:
     """A client of the master that Redis Sentinel names, from
-    ``redis+sentinel://[:password@]host:port[,host:port...]/<master name>[/db]``.
+    ``redis+sentinel://[:password@]host:port[,host:port...]/<master name>[/db]``, and the
+    Sentinel whose own connections must be closed with it.
 
     The password authenticates both the sentinels and the master.
 
@@ -226,7 +232,7 @@ def sentinel_master(url: str, options: dict[str, Any]) -> Redis:
         sentinels, sentinel_kwargs={**options, **auth}, **options, **auth
     )
     master: Redis = sentinel.master_for(path[0], db=int(path[1]) if len(path) > 1 else 0)
-    return master
+    return master, sentinel
 
 
 def _entry_fields(entry: EventEntry) -> list[bytes | str]:
