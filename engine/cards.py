@@ -124,6 +124,14 @@ def mask_of(cards: Iterable[int]) -> int:
     return mask
 
 
+def union_of(masks: Iterable[int]) -> int:
+    """The set holding every card of ``masks``."""
+    out = 0
+    for mask in masks:
+        out |= mask
+    return out
+
+
 def cards_of(mask: int) -> tuple[Card, ...]:
     """The cards of ``mask`` in index order."""
     out = []

@@ -12,7 +12,7 @@ import struct
 from functools import lru_cache
 from typing import Final
 
-from engine.cards import ALL_CARDS_MASK, CARDS, DECK_SIZE, Card, mask_of
+from engine.cards import ALL_CARDS_MASK, CARDS, DECK_SIZE, Card, mask_of, union_of
 from engine.errors import CorruptStateError
 from engine.profile import Profile, SevenMeasure
 from engine.scoring import score_hand
@@ -206,7 +206,7 @@ def _replay_scores(profile: Profile, data: bytes, first_dealer: int) -> tuple[Ha
 def _check_consistent(state: State) -> None:
     piles = [mask_of(h) for h in state.hands] + [mask_of(state.floor), mask_of(state.stock)]
     piles += state.captured
-    if sum(p.bit_count() for p in piles) != DECK_SIZE or _union(piles) != ALL_CARDS_MASK:
+    if sum(p.bit_count() for p in piles) != DECK_SIZE or union_of(piles) != ALL_CARDS_MASK:
         raise CorruptStateError("state does not hold each of the 52 cards exactly once")
     totals = [sum(h.totals[s] for h in state.history) for s in range(state.seats)]
     if list(state.scores) != totals:
@@ -215,10 +215,3 @@ def _check_consistent(state: State) -> None:
         raise CorruptStateError("carry does not follow from the hand scores")
     if (state.winner is None) != (state.phase is not Phase.MATCH_OVER):
         raise CorruptStateError("winner and phase disagree")
-
-
-def _union(masks: list[int]) -> int:
-    out = 0
-    for m in masks:
-        out |= m
-    return out

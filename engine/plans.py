@@ -39,6 +39,7 @@ from engine.cards import (
     Card,
     cards_of,
     mask_of,
+    union_of,
 )
 from engine.profile import ERAM, Profile, SevenMeasure
 
@@ -127,7 +128,7 @@ def _number_plan_masks(floor: int, rank: int) -> tuple[int, ...]:
     profiles = _group_profiles(value, counts)
     if len(profiles) == 1 and all(k in (0, c) for k, c in zip(profiles[0], counts, strict=True)):
         # The usual small floor: one way to take, all or none of each value.
-        sets = [_union(s for s, k in zip(by_value, profiles[0], strict=True) if k)]
+        sets = [union_of(s for s, k in zip(by_value, profiles[0], strict=True) if k)]
     else:
         sets = _best_sets(profiles, by_value)
     if sets == [0] and not rank_matches:
@@ -249,13 +250,6 @@ def _display(mask: int, rank: int) -> tuple[Card, ...]:
         sorted(cards_of(first), key=_DISPLAY_KEY.__getitem__)
         + sorted(cards_of(mask & ~first), key=_DISPLAY_KEY.__getitem__)
     )
-
-
-def _union(masks: Iterable[int]) -> int:
-    out = 0
-    for m in masks:
-        out |= m
-    return out
 
 
 __all__ = ["MAX_PLANS", "Plan", "capture_plans"]

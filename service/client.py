@@ -16,19 +16,19 @@ from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-from engine import CARDS, Card
+from engine import Card
+from service import convert
 from service.errors import DETAILS_KEY
 
 
 def to_card(card: game_pb2.Card) -> Card:
     """The engine card of a message Card (which must be valid)."""
-    return CARDS[(card.suit - 1) * 13 + card.rank - 1]
+    return convert.card_from_pb(card)
 
 
 def card_pb(card: Card | str) -> game_pb2.Card:
     """The message Card of an engine card or a token such as "10D"."""
-    card = Card.parse(card) if isinstance(card, str) else card
-    return game_pb2.Card(rank=card.rank + 1, suit=card.suit + 1)  # type: ignore[arg-type]
+    return convert.card_to_pb(Card.parse(card) if isinstance(card, str) else card)
 
 
 @dataclass(frozen=True)

@@ -178,8 +178,6 @@ def _kind(name: str) -> type:
     default = Settings.__dataclass_fields__[name].default
     if isinstance(default, bool):
         return bool
-    if name in ("metrics_port",):
-        return int
     if isinstance(default, float):
         return float
     if isinstance(default, int):

@@ -223,11 +223,10 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
                 "this server draws its own seeds: omit seed",
             )
         fingerprint = auth.fingerprint("Deal", _without_request_id(request))
-        if request_id and await self._store.load(auth.match_id_for(request_id)) is not None:
+        derived = auth.match_id_for(request_id) if request_id else None
+        if derived is not None and await self._store.load(derived) is not None:
             # A retry of a creation already made: answer it, whatever the creation rate.
-            return await self._repeat_creation(
-                auth.match_id_for(request_id), request_id, fingerprint
-            )
+            return await self._repeat_creation(derived, request_id, fingerprint)
         if (wait := self._creations.take()) > 0:
             raise ServiceError(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -239,7 +238,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         for _ in range(3):
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             assert 0 <= seed <= MAX_SEED
-            match_id = auth.match_id_for(request_id) if request_id else auth.new_match_id()
+            match_id = derived or auth.new_match_id()
             state, events = new_match(seed)
             tokens = [auth.new_token() for _ in range(SEATS)]
             creation = b""
