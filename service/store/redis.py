@@ -16,7 +16,9 @@ from urllib.parse import unquote, urlsplit
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
+from redis.backoff import ExponentialBackoff
 
 from service.store import keys
 from service.store.base import (
@@ -86,6 +88,11 @@ class RedisStore:
             "decode_responses": False,
         }
         options: dict[str, Any] = {
+            # After a Redis restart every pooled connection is dead: a command that meets one is
+            # sent again on a new connection (twice at most, within the call's deadline) instead
+            # of failing although Redis is back. redis-py retries nothing unless told.
+            "retry": Retry(ExponentialBackoff(cap=0.05, base=0.005), retries=2),
+            "retry_on_error": [redis_errors.ConnectionError],
             "socket_connect_timeout": timeout_s,
             "decode_responses": False,
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -79,3 +80,19 @@ def test_an_unreachable_redis_fails_fast_with_a_deadline(
     assert (r.code, r.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
     assert time.monotonic() - started < 3
     wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.NOT_SERVING)
+
+
+def test_after_a_redis_restart_no_call_fails_on_a_stale_pooled_connection(
+    start_server: Callable[..., ServerThread], aof_redis: RedisProcess
+) -> None:
+    server = start_server(redis_url=aof_redis.url)
+    client = new_match(server, seed=4)
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda _: client.view(0), range(64)))  # many pooled connections
+    aof_redis.stop()
+    wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.NOT_SERVING)
+    aof_redis.start()
+    wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.SERVING)
+    with ThreadPoolExecutor(16) as pool:  # most of them meet a connection from before
+        views = list(pool.map(lambda _: client.view(0), range(64)))
+    assert {v.version for v in views} == {1}
