@@ -6,10 +6,13 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip --disable-pip-version-check --quiet
+# pip shows its progress (the first set-up takes a while); only the version nag is silenced.
+PIP := $(BIN)/python -m pip --disable-pip-version-check
 TOOLS := $(VENV)/.tools
+# Serving needs the package and its runtime dependencies only; the tests and linters add [dev].
+RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
-GEN := gen/python/.generated
+GEN := basra/v1/.generated
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
 # The last released contract: buf breaking compares proto/ with it (README, "Contract releases").
 RELEASED := proto/released.json
@@ -20,10 +23,10 @@ TS_STUBS := $(NODE)/gen/.generated
 
 .PHONY: help run test lint typecheck unit bench golden redis-server kubectl contract-release clean
 
-help:
-	@echo "make run    set up and start the service on localhost:50051 (embedded store)"
-	@echo "make test   set up and run the whole suite (contract, lint, types, tests)"
-	@echo "make bench  print engine and service performance figures"
+# Every target with a `## ` comment is listed by `make help`.
+help: ## list the targets
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /\1\t/' \
+	  | awk -F'\t' '{ printf "make %-17s %s\n", $$1, $$2 }'
 
 # Stage 1: the code generators (pinned), before the package can be installed.
 $(TOOLS): constraints.txt
@@ -33,33 +36,38 @@ $(TOOLS): constraints.txt
 	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf
 	@touch $@
 
-# Generated Python stubs: built from proto/ by buf, never committed (gen/ is ignored), so they
-# cannot go stale: any change to the contract rebuilds them.
+# Generated Python stubs: built from proto/ by buf into basra/v1, never committed (ignored), so
+# they cannot go stale: any change to the contract rebuilds them.
 $(GEN): $(TOOLS) $(PROTOS)
 	$(BIN)/buf lint
+	rm -f basra/v1/*_pb2*.py basra/v1/*_pb2*.pyi
 	$(BIN)/buf generate
-	touch gen/python/basra/__init__.py gen/python/basra/v1/__init__.py
 	@touch $@
 
-# Stage 2: the package itself (editable) with every runtime and dev dependency, pinned.
-$(STAMP): $(GEN) pyproject.toml constraints.txt
+# Stage 2: the package itself (editable) with its runtime dependencies, pinned; the suite's tools
+# (pytest, mypy, ruff, ...) come on top for the test targets only.
+$(RUNTIME): $(GEN) pyproject.toml constraints.txt
+	$(PIP) install -c constraints.txt -e .
+	@touch $@
+
+$(STAMP): $(RUNTIME)
 	$(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
-run: $(STAMP)
+run: $(RUNTIME) ## set up and serve on localhost:50051 (embedded store)
 	$(BIN)/basra-engine serve --listen localhost:50051
 
-lint: $(STAMP)
+lint: $(STAMP) ## buf lint, buf breaking, ruff
 	$(BIN)/buf lint
 	$(BIN)/buf breaking --against $(RELEASED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) ## mypy --strict
 	$(BIN)/mypy
 
 # Tests start their own redis-server; install it when the machine lacks one.
-redis-server:
+redis-server: ## install Debian's redis-server when missing
 	@command -v redis-server >/dev/null || { \
 	  echo "redis-server not found: installing Debian's redis-server package"; \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends redis-server \
@@ -67,7 +75,7 @@ redis-server:
 	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends redis-server; }; }
 
 # Deploy tests render the manifests with kubectl kustomize (Debian's kubernetes-client).
-kubectl:
+kubectl: ## install Debian's kubectl when missing
 	@command -v kubectl >/dev/null || { \
 	  echo "kubectl not found: installing Debian's kubernetes-client package"; \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends kubernetes-client \
@@ -84,23 +92,23 @@ $(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
 	$(BIN)/buf generate --template $(NODE)/buf.gen.yaml
 	@touch $@
 
-unit: $(STAMP) redis-server kubectl $(TS_STUBS)
+unit: $(STAMP) redis-server kubectl $(TS_STUBS) ## pytest only
 	$(BIN)/pytest
 
-test: lint typecheck unit
+test: lint typecheck unit ## set up and run the whole suite
 
-bench: $(STAMP) redis-server
+bench: $(STAMP) redis-server ## engine and service figures, last line JSON
 	$(BIN)/python -m tests.bench
 
-golden: $(STAMP)
+golden: $(STAMP) ## rewrite the golden transcripts
 	$(BIN)/python -m tests.engine.transcript --update
 
 # Run when releasing the contract: the current proto/ becomes the baseline of buf breaking.
-contract-release: $(TOOLS)
+contract-release: $(TOOLS) ## make proto/ the released baseline
 	$(BIN)/buf lint
 	$(BIN)/buf breaking --against $(RELEASED)
 	$(BIN)/buf build --exclude-source-info -o $(RELEASED)
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
-clean:
-	rm -rf $(VENV) gen .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen
+clean: ## remove the venv, stubs and caches
+	rm -rf $(VENV) basra/v1/*_pb2* basra/v1/.generated .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import grpc
 import redis
 
-from service.config import Settings
-from service.server import BasraServer, create_server
+from basra.service.config import Settings
+from basra.service.server import BasraServer, create_server
 
 T = TypeVar("T")
 

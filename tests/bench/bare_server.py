@@ -21,11 +21,11 @@ from typing import Any
 
 import grpc
 import redis
-from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import basra_service_pb2_grpc
 from redis.asyncio import Redis
 
-from service.store import keys
+from basra.service.store import keys
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
 
 _WRITE = """
 redis.call('GETRANGE', KEYS[1], 0, 7)

@@ -15,11 +15,11 @@ import random
 import time
 from collections.abc import Callable
 
-from engine import Phase, apply, deal_next_hand, new_match
-from engine import plans as plans_module
-from engine.bots import random_play
-from engine.cards import CARDS, Card, mask_of
-from engine.plans import capture_plans
+from basra.engine import Phase, apply, deal_next_hand, new_match
+from basra.engine import plans as plans_module
+from basra.engine.bots import random_play
+from basra.engine.cards import CARDS, Card, mask_of
+from basra.engine.plans import capture_plans
 
 REFERENCE_HANDS_PER_S = 9500  # fastest public engine we know (JIT TypeScript), same kind of machine
 

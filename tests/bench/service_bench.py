@@ -26,13 +26,13 @@ from typing import Any, cast
 
 import grpc
 import redis
+
+from basra.client.match import card_pb
+from basra.engine import Phase, apply, deal_next_hand, new_match
+from basra.engine.bots import random_play
+from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
-
-from engine import Phase, apply, deal_next_hand, new_match
-from engine.bots import random_play
-from service.client import card_pb
-from service.store import keys
 from tests.support import RedisProcess, free_port
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Card, capture_plans, parse_cards
+from basra.engine import Card, capture_plans, parse_cards
 
 _FOUND = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
 assert _FOUND, "the basra-engine console command is installed with the package"

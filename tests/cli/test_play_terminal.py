@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
+from basra.service.config import Settings
 from tests.support import ServerThread
 
 COMMAND = shutil.which("basra-engine", path=str(Path(sys.executable).parent)) or "basra-engine"

@@ -20,12 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import game_pb2
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from service.client import card_pb, to_card
+from basra.client.match import card_pb, to_card
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import game_pb2
 from tests.contract import golden
 from tests.contract.golden import Json, Outcome
 from tests.support import RedisProcess, ServerThread, free_port

@@ -40,14 +40,14 @@ from pathlib import Path
 from typing import Any, Final
 
 import grpc
-from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import basra_service_pb2_grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
-from service.config import Settings
-from service.errors import DETAILS_KEY
+from basra.service.config import Settings
+from basra.service.errors import DETAILS_KEY
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
 
 Json = Any
 """A JSON value as ``json.loads`` returns it."""

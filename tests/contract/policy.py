@@ -8,10 +8,9 @@ it play the same match from the same seed. ``node/src/client.ts`` is the TypeScr
 
 from __future__ import annotations
 
+from basra.client.match import MatchClient
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
-
-from service.client import MatchClient
 
 MAX_CALLS = 5_000
 """A match takes about 300 plays and deals; more means the policy is not ending it."""

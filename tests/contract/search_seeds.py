@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from engine import CardPlayed, HandScored, Phase, State, apply, deal_next_hand, new_match
-from engine.bots import random_play
-from engine.cards import JACK, SEVEN_OF_DIAMONDS
+from basra.engine import CardPlayed, HandScored, Phase, State, apply, deal_next_hand, new_match
+from basra.engine.bots import random_play
+from basra.engine.cards import JACK, SEVEN_OF_DIAMONDS
 
 RESULTS: Final = Path(__file__).with_name("search_results.json")
 MAX_MATCHES: Final = 200_000

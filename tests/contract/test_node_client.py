@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from basra.v1 import game_pb2
 from google.protobuf import json_format
 
-from engine import Phase, Play, apply, deal_next_hand, legal_plans, new_match
-from service.client import MatchClient
+from basra.client.match import MatchClient
+from basra.engine import Phase, Play, apply, deal_next_hand, legal_plans, new_match
+from basra.v1 import game_pb2
 from tests.contract import golden
 from tests.contract.conftest import ServeVector
 from tests.contract.policy import play_first_choice

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from basra.v1 import errors_pb2
 
-from engine import Card, Phase, Play, State, apply, deal_next_hand, new_match
+from basra.engine import Card, Phase, Play, State, apply, deal_next_hand, new_match
+from basra.v1 import errors_pb2
 from tests.contract import golden, search_seeds
 from tests.contract.conftest import ServeVector
 from tests.contract.golden import Bindings, Json, VectorError

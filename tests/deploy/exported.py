@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.metrics import Metrics
+from basra.service.metrics import Metrics
 
 
 def metric_names() -> set[str]:

@@ -12,7 +12,7 @@ from typing import Final
 
 import pytest
 
-from service.config import Settings
+from basra.service.config import Settings
 from tests.deploy.dockerfile import (
     DOCKERFILE,
     Stage,
@@ -117,7 +117,7 @@ def test_the_runtime_never_writes_bytecode() -> None:
     assert FINAL.env()["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
-@pytest.mark.parametrize("path", [".git/HEAD", ".venv/bin/python", "gen/python/x.py", ".env"])
+@pytest.mark.parametrize("path", [".git/HEAD", ".venv/bin/python", "basra/v1/game_pb2.py", ".env"])
 def test_dockerignore_keeps_local_state_out_of_the_context(path: str) -> None:
     assert not included(path)
 
@@ -128,7 +128,7 @@ def test_dockerignore_lets_in_everything_the_dockerfile_copies() -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
         assert included(source.rstrip("/") + ("/x.py" if source.endswith("/") else "")), source
-    assert not included("service/__pycache__/x.pyc")
+    assert not included("basra/service/__pycache__/x.pyc")
 
 
 def included(path: str) -> bool:

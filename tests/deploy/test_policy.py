@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from service import config
-from service.server import LIVENESS, SERVICE_NAME
+from basra.service import config
+from basra.service.server import LIVENESS, SERVICE_NAME
 from tests.deploy.manifests import (
     Manifest,
     built,

@@ -9,7 +9,7 @@ from typing import Final
 
 import pytest
 
-from service.config import ENVIRONMENT, Settings, flag_name
+from basra.service.config import ENVIRONMENT, Settings, flag_name
 from tests.deploy.exported import metric_names
 from tests.deploy.manifests import DEPLOY, built, one
 

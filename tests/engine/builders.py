@@ -5,12 +5,12 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from engine import ERAM, Phase, Profile, State, parse_cards
-from engine.bots import random_play
-from engine.cards import ALL_CARDS_MASK, Card, mask_of
-from engine.game import apply, deal_next_hand, new_match
-from engine.scoring import score_hand
-from engine.state import HandScore
+from basra.engine import ERAM, Phase, Profile, State, parse_cards
+from basra.engine.bots import random_play
+from basra.engine.cards import ALL_CARDS_MASK, Card, mask_of
+from basra.engine.game import apply, deal_next_hand, new_match
+from basra.engine.scoring import score_hand
+from basra.engine.state import HandScore
 
 
 def position(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from engine.cards import Card
+from basra.engine.cards import Card
 
 
 def reference_plans(floor: list[Card], card: Card) -> list[tuple[frozenset[Card], bool, bool]]:

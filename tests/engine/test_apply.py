@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import (
+from basra.engine import (
     BasraError,
     CaptureRequiredError,
     CardNotInHandError,
@@ -25,8 +25,8 @@ from engine import (
     encode,
     new_match,
 )
-from engine.cards import Card
-from engine.game import legal_plays
+from basra.engine.cards import Card
+from basra.engine.game import legal_plays
 from tests.engine.builders import cards, position
 
 # Seat 0 to play. On this floor 7H has two plans, 10S three, 3S one, KC none.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cards import CARDS, POINTS, Card, format_cards, parse_cards
-from engine.errors import DuplicateCardError, InvalidCardError
+from basra.engine.cards import CARDS, POINTS, Card, format_cards, parse_cards
+from basra.engine.errors import DuplicateCardError, InvalidCardError
 
 
 def test_every_card_formats_and_parses_back() -> None:

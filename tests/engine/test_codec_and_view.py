@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from engine import TRADITIONAL, CorruptStateError, decode, encode, view
-from engine.cards import CARDS
-from engine.profile import Profile
+from basra.engine import TRADITIONAL, CorruptStateError, decode, encode, view
+from basra.engine.cards import CARDS
+from basra.engine.profile import Profile
 from tests.engine.builders import random_match
 
 

@@ -6,10 +6,10 @@ import random
 from collections import Counter
 from itertools import pairwise
 
-from engine import CardPlayed, CardsDealt, HandStarted, Phase, new_match
-from engine.bots import random_play
-from engine.cards import CARDS, Card
-from engine.game import apply, clean_floor, deal_next_hand
+from basra.engine import CardPlayed, CardsDealt, HandStarted, Phase, new_match
+from basra.engine.bots import random_play
+from basra.engine.cards import CARDS, Card
+from basra.engine.game import apply, clean_floor, deal_next_hand
 from tests.engine.builders import cards, random_match
 
 

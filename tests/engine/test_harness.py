@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from engine import (
+from basra.engine import (
     ERAM,
     TRADITIONAL,
     CardPlayed,
@@ -18,7 +18,7 @@ from engine import (
     deal_next_hand,
     new_match,
 )
-from engine.bots import greedy_play, random_play
+from basra.engine.bots import greedy_play, random_play
 from tests.engine.test_properties import assert_conserved, check_hand_points
 
 MATCHES = 2000

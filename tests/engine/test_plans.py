@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import TRADITIONAL, Card, capture_plans, parse_cards
-from engine.cards import CARDS, format_cards
-from engine.plans import MAX_PLANS
+from basra.engine import TRADITIONAL, Card, capture_plans, parse_cards
+from basra.engine.cards import CARDS, format_cards
+from basra.engine.plans import MAX_PLANS
 from tests.engine.reference import reference_plans
 
 

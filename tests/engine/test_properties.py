@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import (
+from basra.engine import (
     BasraError,
     CardPlayed,
     HandScored,
@@ -19,8 +19,8 @@ from engine import (
     encode,
     new_match,
 )
-from engine.cards import ALL_CARDS_MASK, CARDS, DECK_SIZE, mask_of
-from engine.game import legal_plans, legal_plays
+from basra.engine.cards import ALL_CARDS_MASK, CARDS, DECK_SIZE, mask_of
+from basra.engine.game import legal_plans, legal_plays
 
 
 def assert_conserved(state: State) -> None:

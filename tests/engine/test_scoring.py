@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from engine import ERAM, FloorCollected, HandScored, MatchEnded, Phase, Play, apply, deal_next_hand
-from engine.cards import Card
-from engine.scoring import match_winner, score_hand
+from basra.engine import (
+    ERAM,
+    FloorCollected,
+    HandScored,
+    MatchEnded,
+    Phase,
+    Play,
+    apply,
+    deal_next_hand,
+)
+from basra.engine.cards import Card
+from basra.engine.scoring import match_winner, score_hand
 from tests.engine.builders import cards, position
 
 

@@ -12,7 +12,7 @@ import argparse
 import random
 from pathlib import Path
 
-from engine import (
+from basra.engine import (
     CardPlayed,
     CardsDealt,
     FloorCollected,
@@ -26,8 +26,8 @@ from engine import (
     format_cards,
     new_match,
 )
-from engine.bots import greedy_play, random_play
-from engine.game import legal_plans
+from basra.engine.bots import greedy_play, random_play
+from basra.engine.game import legal_plans
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = {

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import basra_service_pb2_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from engine import State
-from service.client import card_pb
+from basra.client.match import card_pb
+from basra.engine import State
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
 from tests.bench.service_bench import Step, script
 from tests.service.driver import engine_replay
 from tests.support import free_port

@@ -11,9 +11,9 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from service.client import MatchClient
-from service.config import Settings
-from service.store import keys
+from basra.client.match import MatchClient
+from basra.service.config import Settings
+from basra.service.store import keys
 from tests.service.driver import audit_replay, engine_replay, play_match, stored_state
 from tests.support import RedisClusterProcess, ServerThread
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from service.client import MatchClient
-from service.config import Settings
-from service.store import keys
-from service.store.redis import sentinel_master
+from basra.client.match import MatchClient
+from basra.service.config import Settings
+from basra.service.store import keys
+from basra.service.store.redis import sentinel_master
 from tests.service.driver import engine_replay, play_match, stored_state
 from tests.support import REDIS_SERVER, RedisProcess, ServerThread, free_port
 

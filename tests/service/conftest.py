@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
-from service.client import MatchClient
-from service.config import Settings
+from basra.client.match import MatchClient
+from basra.service.config import Settings
 from tests.support import ServerThread
 
 BASE = Settings(allow_seeds=True, metrics_port=None, health_interval_s=0.2, watch_poll_s=0.5)

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import redis
+
+from basra.client.match import MatchClient, to_card
+from basra.engine import Phase, Play, State, apply, deal_next_hand, decode, new_match
+from basra.service import records
+from basra.service.store import MatchRecord, keys
+from basra.service.store.codec import decode_record
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
-
-from engine import Phase, Play, State, apply, deal_next_hand, decode, new_match
-from service import records
-from service.client import MatchClient, to_card
-from service.store import MatchRecord, keys
-from service.store.codec import decode_record
 
 
 @dataclass
@@ -52,7 +52,7 @@ def play_match(
 
 def engine_replay(seed: int, plays: list[tuple[int, str, int]]) -> State:
     """The same match played directly on the engine (a deal whenever a hand is over)."""
-    from engine import Card
+    from basra.engine import Card
 
     state, _ = new_match(seed)
     for seat, card, plan_id in plays:
@@ -102,7 +102,7 @@ def audit_states(client: redis.Redis, match_id: str) -> dict[int, State]:
                 state, _ = deal_next_hand(state)
             else:
                 seat, card, plan = args
-                from engine import CARDS
+                from basra.engine import CARDS
 
                 state, _ = apply(state, Play(seat, CARDS[card], plan or None, trail=not plan))
         version = entry_version

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import redis
-from basra.v1 import game_pb2
 
-from service.client import MatchClient, Rejection
+from basra.client.match import MatchClient, Rejection
+from basra.v1 import game_pb2
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import audit_replay, play_match, stored_state
 from tests.support import ServerThread

@@ -8,9 +8,9 @@ from dataclasses import fields
 import grpc
 import pytest
 
-from service import auth, config
-from service.config import ENVIRONMENT, Settings
-from service.errors import ServiceError
+from basra.service import auth, config
+from basra.service.config import ENVIRONMENT, Settings
+from basra.service.errors import ServiceError
 
 
 def parse(argv: list[str], environ: dict[str, str]) -> Settings:

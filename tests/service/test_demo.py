@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 
-from service import demo
+from basra.client import demo
 from tests.support import ServerThread
 
 

@@ -10,13 +10,13 @@ from functools import partial
 import grpc
 import pytest
 import redis
+
+from basra.client.match import MatchClient, Rejection, card_pb, to_card
+from basra.service.errors import DOMAIN
+from basra.service.store import keys
+from basra.service.store.codec import encode_record
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
-
-from service.client import MatchClient, Rejection, card_pb, to_card
-from service.errors import DOMAIN
-from service.store import keys
-from service.store.codec import encode_record
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match, snapshot, stored_record
 from tests.support import ServerThread

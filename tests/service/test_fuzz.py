@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import grpc
 import pytest
 import redis
-from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import game_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.client import MatchClient, Rejection
-from service.config import Settings
-from service.errors import DOMAIN
+from basra.client.match import MatchClient, Rejection
+from basra.service.config import Settings
+from basra.service.errors import DOMAIN
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import game_pb2
 from tests.service.driver import snapshot
 from tests.support import RedisProcess, ServerThread
 

@@ -6,11 +6,11 @@ import random
 from itertools import pairwise
 
 import pytest
+
+from basra.client.match import MatchClient, to_card
+from basra.engine import Card, Phase
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
-
-from engine import Card, Phase
-from service.client import MatchClient, to_card
 from tests.service.conftest import new_match
 from tests.service.driver import (
     audit_replay,

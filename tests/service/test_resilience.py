@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from service.client import MatchClient, Rejection
+from basra.client.match import MatchClient, Rejection
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
 from tests.support import RedisProcess, ServerThread

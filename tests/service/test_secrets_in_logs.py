@@ -10,13 +10,13 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from basra.v1 import basra_service_pb2 as pb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import logs
-from service.client import MatchClient
-from service.config import Settings
+from basra.client.match import MatchClient
+from basra.service import logs
+from basra.service.config import Settings
+from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import rpc_error
 from tests.service.driver import play_match
 from tests.support import ServerThread

@@ -21,12 +21,12 @@ from typing import Any
 
 import grpc
 import pytest
-from basra.v1 import basra_service_pb2 as pb
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from service import logs
-from service.client import MatchClient, Rejection
+from basra.client.match import MatchClient, Rejection
+from basra.service import logs
+from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
 from tests.support import ServerThread, free_port

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 import redis
 
-from service.store import Commit, EventEntry, MatchRecord, NewMatch, Store, keys
-from service.store.memory import MemoryStore
-from service.store.redis import RedisStore
+from basra.service.store import Commit, EventEntry, MatchRecord, NewMatch, Store, keys
+from basra.service.store.memory import MemoryStore
+from basra.service.store.redis import RedisStore
 
 StoreFactory = Callable[[], Store]
 

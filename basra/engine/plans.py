@@ -1,0 +1,255 @@
+"""Capture plans: what a played card may take from the floor (RULES.md, "Capture plans").
+
+A number card takes every floor card of its rank plus a maximal family of disjoint sum groups.
+Two families taking the same cards are one plan, so this module works with captured *sets*, never
+with families, and it never enumerates every family:
+
+* Whether a set U of the other numeric floor cards is capturable depends only on how many cards of
+  each value it holds: U must split into groups that each sum to the card's value, and the floor
+  left over must hold no such group (maximality). With at most four cards per value, the value
+  profiles are few; the leftover profiles with no group ("sum-free") are enumerated with a bitmask
+  of reachable sums, which prunes every extension of a leftover that already contains a group.
+* The offering order (more cards, then more points, then the lexicographically smaller sorted
+  index list) is additive over cards for sets of equal size: A comes before B exactly when the
+  smallest card of their symmetric difference is in A, that is when the sum of 2**(51 - index)
+  over A is larger. So each card gets one integer score, a plan's rank is the sum of its cards'
+  scores, and the best 12 plans come from a k-best search over the value profiles.
+
+This keeps a crafted floor of two dozen small cards to milliseconds (see ``make bench``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import combinations
+from typing import Final
+
+from basra.engine.cards import (
+    DECK_SIZE,
+    JACK,
+    KING,
+    POINTS,
+    QUEEN,
+    RANK_MASKS,
+    SEVEN_OF_DIAMONDS,
+    VALUES,
+    Card,
+    cards_of,
+    mask_of,
+    union_of,
+)
+from basra.engine.profile import ERAM, Profile, SevenMeasure
+
+MAX_PLANS: Final = 12
+"""RULES.md: at most 12 plans are offered, the first 12 of the order."""
+
+_SIZE_SHIFT: Final = 120
+_POINTS_SHIFT: Final = 60
+# One card's contribution to a plan's rank: count, then points, then the index order.
+_SCORE: Final = tuple(
+    (1 << _SIZE_SHIFT) + (POINTS[c] << _POINTS_SHIFT) + (1 << (DECK_SIZE - 1 - c))
+    for c in range(DECK_SIZE)
+)
+# Display order of captured cards: rank matches first, then by rank and suit ("10C 4S 6H").
+_DISPLAY_KEY: Final = tuple((c % 13) * 4 + c // 13 for c in range(DECK_SIZE))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One capture plan offered for a card: the cards it takes and what the capture is."""
+
+    id: int
+    """1..n in the offering order."""
+    captures: tuple[Card, ...]
+    """Captured floor cards: rank matches first, then the sum-group cards by value and suit."""
+    basra: bool
+    """The capture scores a basra (+10)."""
+    sweep: bool
+    """A J or 7D taking the whole floor."""
+    mask: int = field(repr=False, compare=False)
+    """``captures`` as a set."""
+
+
+def capture_plans(
+    floor: int | Iterable[Card], card: Card, profile: Profile = ERAM
+) -> tuple[Plan, ...]:
+    """The plans ``card`` has on ``floor`` (a mask or cards), in offering order.
+
+    An empty tuple means the card trails. ``floor`` must not hold ``card``.
+    """
+    floor_mask = floor if isinstance(floor, int) else mask_of(floor)
+    if card == SEVEN_OF_DIAMONDS:
+        return _seven_of_diamonds(floor_mask, profile)
+    return _plans(floor_mask, card)
+
+
+def _seven_of_diamonds(floor: int, profile: Profile) -> tuple[Plan, ...]:
+    if not floor:
+        return ()  # Empty floor: any card trails, 7D included.
+    # 7D basra: count (or, in other profiles, sum) <= limit and no excluded rank (ERAM: Q/K).
+    if profile.seven_measure is SevenMeasure.COUNT:
+        measure = floor.bit_count()
+    else:
+        measure = sum(VALUES[c] for c in cards_of(floor))
+    basra = measure <= profile.seven_limit and not floor & profile.seven_excluded_mask
+    return (Plan(1, _display(floor, -1), basra=basra, sweep=True, mask=floor),)
+
+
+@lru_cache(maxsize=1 << 14)
+def _plans(floor: int, card: Card) -> tuple[Plan, ...]:
+    if not floor:
+        return ()  # Empty floor: any card trails.
+    rank = card % 13
+    if rank == JACK:
+        # J sweep: takes the whole floor, never a basra.
+        return (Plan(1, _display(floor, -1), basra=False, sweep=True, mask=floor),)
+    rank_matches = floor & RANK_MASKS[rank]
+    if rank in (QUEEN, KING):
+        masks: tuple[int, ...] = (rank_matches,) if rank_matches else ()
+    else:
+        masks = _number_plan_masks(floor, rank)
+    # Basra: a capture by any card but J and 7D that leaves the floor empty.
+    return tuple(
+        Plan(i, _display(m, rank), basra=m == floor, sweep=False, mask=m)
+        for i, m in enumerate(masks, start=1)
+    )
+
+
+def _number_plan_masks(floor: int, rank: int) -> tuple[int, ...]:
+    """Captured sets of a number card (A..10) in offering order, at most MAX_PLANS."""
+    value = rank + 1
+    rank_matches = floor & RANK_MASKS[rank]
+    # Sum groups use the other numeric cards; only values below the card's can be in one.
+    by_value = tuple(floor & RANK_MASKS[u - 1] for u in range(1, value))
+    counts = tuple(s.bit_count() for s in by_value)
+    profiles = _group_profiles(value, counts)
+    if len(profiles) == 1 and all(k in (0, c) for k, c in zip(profiles[0], counts, strict=True)):
+        # The usual small floor: one way to take, all or none of each value.
+        sets = [union_of(s for s, k in zip(by_value, profiles[0], strict=True) if k)]
+    else:
+        sets = _best_sets(profiles, by_value)
+    if sets == [0] and not rank_matches:
+        return ()  # Nothing to take: the card trails.
+    return tuple(rank_matches | s for s in sets)
+
+
+def _best_sets(profiles: tuple[tuple[int, ...], ...], by_value: tuple[int, ...]) -> list[int]:
+    """The best MAX_PLANS concrete sets over all value profiles, best first."""
+    # Bound each profile by its best set (the top-scoring cards of each value), best first.
+    bounded = sorted(
+        ((sum(_best_score(by_value[u], k) for u, k in enumerate(p) if k), p) for p in profiles),
+        reverse=True,
+    )
+    found: list[tuple[int, int]] = []  # (score, set), kept as a min-heap of the best
+    for bound, profile in bounded:
+        if len(found) == MAX_PLANS and bound <= found[0][0]:
+            break  # No set of this or any later profile can enter the best MAX_PLANS.
+        for scored in _profile_sets(profile, by_value):
+            if len(found) < MAX_PLANS:
+                heapq.heappush(found, scored)
+            elif scored[0] > found[0][0]:
+                heapq.heapreplace(found, scored)
+            else:
+                break  # The profile's sets come best first: the rest are worse still.
+    return [s for _, s in sorted(found, reverse=True)]
+
+
+def _profile_sets(profile: tuple[int, ...], by_value: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The best MAX_PLANS concrete sets with this many cards of each value, best first.
+
+    Scores are additive, so the best sets of the whole are among the best sets of each prefix of
+    the values: keeping MAX_PLANS after each value is exact.
+    """
+    partial = [(0, 0)]
+    for u, k in enumerate(profile):
+        if k:
+            options = _choices(by_value[u], k)
+            partial = heapq.nlargest(
+                MAX_PLANS, ((s + os, m | om) for s, m in partial for os, om in options)
+            )
+    return partial
+
+
+@lru_cache(maxsize=1 << 12)
+def _choices(cards: int, k: int) -> tuple[tuple[int, int], ...]:
+    """Every way to pick ``k`` of ``cards`` (one value's cards) as (score, set), best first."""
+    picks = combinations(cards_of(cards), k)
+    return tuple(sorted(((sum(_SCORE[c] for c in p), mask_of(p)) for p in picks), reverse=True))
+
+
+def _best_score(cards: int, k: int) -> int:
+    return _choices(cards, k)[0][0]
+
+
+@lru_cache(maxsize=1 << 14)
+def _group_profiles(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Every capturable value profile: how many cards of each value 1..value-1 a plan takes.
+
+    ``counts[u - 1]`` is how many floor cards of value ``u`` are available. A profile is
+    capturable when it splits into groups summing to ``value`` and the leftover is sum-free
+    (maximality). Leftovers are enumerated directly: sum-freeness is inherited by sub-multisets,
+    so the search stops extending a leftover as soon as ``value`` becomes a reachable sum.
+    """
+    reachable_mask = (1 << (value + 1)) - 1
+    leftover = [0] * len(counts)
+    found: list[tuple[int, ...]] = []
+
+    def extend(u: int, reachable: int) -> None:
+        if u == 0:
+            taken = tuple(c - r for c, r in zip(counts, leftover, strict=True))
+            if sum(i * k for i, k in enumerate(taken, start=1)) % value == 0 and _splits(
+                value, taken
+            ):
+                found.append(taken)
+            return
+        for r in range(counts[u - 1] + 1):
+            leftover[u - 1] = r
+            extend(u - 1, reachable)
+            reachable = (reachable | reachable << u) & reachable_mask
+            if reachable >> value & 1:
+                break  # One more card of value u would leave a group behind.
+        leftover[u - 1] = 0
+
+    extend(len(counts), 1)
+    return tuple(found)
+
+
+@lru_cache(maxsize=1 << 16)
+def _splits(value: int, taken: tuple[int, ...]) -> bool:
+    """Whether the multiset ``taken`` (counts per value) splits into groups summing to ``value``."""
+    top = len(taken)
+    while top and not taken[top - 1]:
+        top -= 1
+    if not top:
+        return True
+    # The largest card must be in some group: try every group it can complete.
+    rest = list(taken)
+    rest[top - 1] -= 1
+    return any(_splits(value, left) for left in _remove_group(value - top, rest, top))
+
+
+def _remove_group(target: int, counts: list[int], top: int) -> Iterable[tuple[int, ...]]:
+    """Each way to take cards of values <= ``top`` summing to ``target``: what is left."""
+    if target == 0:
+        yield tuple(counts)
+        return
+    for u in range(min(top, target), 0, -1):
+        if counts[u - 1]:
+            counts[u - 1] -= 1
+            # Non-increasing values, so each sub-multiset is produced once.
+            yield from _remove_group(target - u, counts, u)
+            counts[u - 1] += 1
+
+
+def _display(mask: int, rank: int) -> tuple[Card, ...]:
+    first = mask & RANK_MASKS[rank] if rank >= 0 else 0
+    return tuple(
+        sorted(cards_of(first), key=_DISPLAY_KEY.__getitem__)
+        + sorted(cards_of(mask & ~first), key=_DISPLAY_KEY.__getitem__)
+    )
+
+
+__all__ = ["MAX_PLANS", "Plan", "capture_plans"]

@@ -1,0 +1,111 @@
+"""``basra-engine plans``: the rules oracle for frontend teams, QA and rule disputes.
+
+It answers "what may this card take from this floor?" with the engine's own plan function, one
+position at a time or a JSON-lines batch in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+
+from basra.engine import BasraError, Card, InvalidInputError, Plan, capture_plans, parse_cards
+from basra.engine.cards import format_cards
+
+
+def plans_document(floor_tokens: str | Sequence[str], card_token: str) -> dict[str, Any]:
+    """The JSON answer for one position.
+
+    Raises:
+        InvalidInputError: a bad card token, a repeated card, or the card also on the floor.
+    """
+    floor = parse_cards(floor_tokens)
+    card = Card.parse(card_token)
+    if card in floor:
+        raise InvalidInputError(f"card {str(card)!r} cannot be played while on the floor")
+    plans = capture_plans(floor, card)
+    return {
+        "floor": [str(c) for c in floor],
+        "card": str(card),
+        "plans": [_plan_json(p) for p in plans],
+    }
+
+
+def _plan_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "id": plan.id,
+        "captures": [str(c) for c in plan.captures],
+        "basra": plan.basra,
+        "sweep": plan.sweep,
+    }
+
+
+def render(document: dict[str, Any], *, symbols: bool = False) -> str:
+    """The answer as people read it."""
+
+    def cards(tokens: Iterable[str]) -> str:
+        return format_cards((Card.parse(t) for t in tokens), symbols=symbols)
+
+    lines = [
+        f"floor: {cards(document['floor']) or '(empty)'}",
+        f"card:  {cards([document['card']])}",
+    ]
+    if not document["plans"]:
+        lines.append("no capture plan: the card trails (stays on the floor)")
+    for plan in document["plans"]:
+        flags = [f for f in ("basra", "sweep") if plan[f]]
+        lines.append(
+            f"plan {plan['id']}: {cards(plan['captures'])}"
+            + (f"  ({', '.join(flags)})" if flags else "")
+        )
+    return "\n".join(lines)
+
+
+def run_batch(source: IO[str], out: IO[str], err: IO[str]) -> int:
+    """Answer JSON lines ``{"floor": [...], "card": "..."}`` one per line, in order.
+
+    A bad line gets ``{"line": n, "error": {...}}`` in its place, so answers stay aligned with
+    questions; the exit status is 1 when any line failed.
+    """
+    failed = False
+    for number, line in enumerate(source, start=1):
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict):
+                raise InvalidInputError("each line must be a JSON object")
+            floor, card = request.get("floor"), request.get("card")
+            if not isinstance(floor, list) or not all(isinstance(t, str) for t in floor):
+                raise InvalidInputError('"floor" must be a list of card strings')
+            if not isinstance(card, str):
+                raise InvalidInputError('"card" must be a card string')
+            answer: dict[str, Any] = plans_document(floor, card)
+        except (BasraError, json.JSONDecodeError) as exc:
+            failed = True
+            reason = exc.reason if isinstance(exc, BasraError) else "INVALID_JSON"
+            answer = {"line": number, "error": {"reason": reason, "message": str(exc)}}
+            print(f"line {number}: {exc}", file=err)
+        out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    return 1 if failed else 0
+
+
+def main(floor: str | None, card: str | None, batch: str | None, as_json: bool) -> int:
+    """Entry point of ``basra-engine plans``; returns the exit status."""
+    if batch is not None:
+        if batch == "-":
+            return run_batch(sys.stdin, sys.stdout, sys.stderr)
+        with open(batch, encoding="utf-8") as source:
+            return run_batch(source, sys.stdout, sys.stderr)
+    if card is None:
+        print("error: give --card (and --floor), or --batch FILE", file=sys.stderr)
+        return 2
+    try:
+        document = plans_document(floor or "", card)
+    except BasraError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(document, ensure_ascii=False) if as_json else render(document))
+    return 0

@@ -1,0 +1,203 @@
+"""Seat tokens, API keys, match ids and request ids: the service's secrets and identifiers.
+
+Seat tokens are 256-bit random secrets. The store keeps only their SHA-256 (a fast hash is right
+for high-entropy secrets), tokens are compared in constant time, and nothing here ever logs one.
+The only copy of the tokens the service keeps is inside a match's creation record, encrypted
+under a key derived from the creating request's request_id, so that a retry of that Deal can be
+answered with the original tokens and nobody without the request_id can read them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Sequence
+from typing import Any, Final
+
+import grpc
+
+from basra.service.errors import ServiceError, invalid_argument
+
+TOKEN_BYTES: Final = 32
+HASH_BYTES: Final = 32
+_MATCH_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
+MIN_CREATE_REQUEST_ID: Final = 16
+
+
+def new_token() -> tuple[str, bytes]:
+    """A fresh seat token (the secret handed to the player) and the raw bytes it encodes."""
+    raw = secrets.token_bytes(TOKEN_BYTES)
+    return token_text(raw), raw
+
+
+def token_text(raw: bytes) -> str:
+    """The token string of raw token bytes (base64url, no padding)."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def token_hash(token: str) -> bytes:
+    """What the store keeps of a token."""
+    return hashlib.sha256(token.encode()).digest()
+
+
+Metadata = Sequence[tuple[str, str | bytes]]
+
+
+def metadata_of(context: grpc.aio.ServicerContext[Any, Any]) -> Metadata:
+    """The call's metadata as (key, value) pairs (what grpc.aio returns at run time)."""
+    raw: Any = context.invocation_metadata() or ()
+    return [(str(key), value) for key, value in raw]
+
+
+def bearer_token(metadata: Metadata) -> str:
+    """The seat token of ``authorization: Bearer <token>`` call metadata.
+
+    Raises:
+        ServiceError: UNAUTHENTICATED / TOKEN_MISSING when absent or not a Bearer token.
+    """
+    for key, value in metadata:
+        if key.lower() == "authorization" and isinstance(value, str):
+            scheme, _, token = value.strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    raise ServiceError(
+        grpc.StatusCode.UNAUTHENTICATED,
+        "TOKEN_MISSING",
+        "send the seat token as 'authorization: Bearer <token>' metadata",
+    )
+
+
+def seat_of(token: str, hashes: Sequence[bytes]) -> int:
+    """The seat whose stored hash matches ``token``.
+
+    Every seat is compared, in constant time, whatever matches first.
+
+    Raises:
+        ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no seat matches.
+    """
+    presented = token_hash(token)
+    seat = -1
+    for index, stored in enumerate(hashes):
+        if hmac.compare_digest(presented, stored):
+            seat = index
+    if seat < 0:
+        raise ServiceError(
+            grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID", "the seat token is not valid here"
+        )
+    return seat
+
+
+def check_api_key(metadata: Metadata, expected: str | None) -> None:
+    """Require ``x-api-key`` metadata equal to the configured key (when one is configured).
+
+    Raises:
+        ServiceError: UNAUTHENTICATED / API_KEY_MISSING, or PERMISSION_DENIED / API_KEY_INVALID.
+    """
+    if expected is None:
+        return
+    presented = next(
+        (v for k, v in metadata if k.lower() == "x-api-key" and isinstance(v, str)), None
+    )
+    if presented is None:
+        raise ServiceError(
+            grpc.StatusCode.UNAUTHENTICATED, "API_KEY_MISSING", "send 'x-api-key' metadata"
+        )
+    if not hmac.compare_digest(presented.encode(), expected.encode()):
+        raise ServiceError(
+            grpc.StatusCode.PERMISSION_DENIED, "API_KEY_INVALID", "the API key is not valid"
+        )
+
+
+def check_match_id(match_id: str) -> str:
+    """``match_id`` if well formed.
+
+    Raises:
+        ServiceError: INVALID_ARGUMENT naming match_id.
+    """
+    if not _MATCH_ID.fullmatch(match_id):
+        raise invalid_argument("match_id", "must be 16 to 64 characters of A-Z a-z 0-9 _ -")
+    return match_id
+
+
+def check_request_id(request_id: str, *, creating: bool = False) -> str:
+    """``request_id`` if well formed ("" means none).
+
+    Raises:
+        ServiceError: INVALID_ARGUMENT naming request_id.
+    """
+    if not request_id:
+        return request_id
+    if not _REQUEST_ID.fullmatch(request_id):
+        raise invalid_argument("request_id", "must be 1 to 128 printable ASCII characters")
+    if creating and len(request_id) < MIN_CREATE_REQUEST_ID:
+        raise invalid_argument(
+            "request_id",
+            f"must be at least {MIN_CREATE_REQUEST_ID} random characters to create a match "
+            "(a UUID): it guards the seat tokens",
+        )
+    return request_id
+
+
+def new_match_id() -> str:
+    """A random match id (22 characters, 128 bits)."""
+    return secrets.token_urlsafe(16)
+
+
+def match_id_for(request_id: str) -> str:
+    """The match id a creating request_id always yields, so retries find their match."""
+    digest = hashlib.sha256(b"basra/match-id/" + request_id.encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def request_hash(request_id: str) -> bytes:
+    """What the store keeps of a request_id (16 bytes)."""
+    return hashlib.sha256(b"basra/request/" + request_id.encode()).digest()[:16]
+
+
+def fingerprint(rpc: str, request_bytes: bytes) -> bytes:
+    """Identifies a request's content (without its request_id) to detect a reused request_id."""
+    return hashlib.sha256(rpc.encode() + b"\0" + request_bytes).digest()[:16]
+
+
+def seal_tokens(request_id: str, raw_tokens: Sequence[bytes]) -> bytes:
+    """Encrypt the raw seat tokens under a key only the creating request_id yields.
+
+    HMAC-SHA256 as a keystream (counter mode) and as a 16-byte tag (encrypt-then-MAC): standard
+    library only, and the key never reaches the store.
+    """
+    key = _key(request_id)
+    plain = b"".join(raw_tokens)
+    sealed = bytes(a ^ b for a, b in zip(plain, _keystream(key, len(plain)), strict=True))
+    return sealed + hmac.new(key, b"tag" + sealed, hashlib.sha256).digest()[:16]
+
+
+def open_tokens(request_id: str, sealed: bytes, seats: int) -> list[bytes]:
+    """The raw seat tokens ``seal_tokens`` encrypted.
+
+    Raises:
+        ValueError: the record was not sealed with this request_id or was altered.
+    """
+    key = _key(request_id)
+    body, tag = sealed[:-16], sealed[-16:]
+    if len(body) != seats * TOKEN_BYTES or not hmac.compare_digest(
+        tag, hmac.new(key, b"tag" + body, hashlib.sha256).digest()[:16]
+    ):
+        raise ValueError("sealed tokens do not open with this request_id")
+    plain = bytes(a ^ b for a, b in zip(body, _keystream(key, len(body)), strict=True))
+    return [plain[i : i + TOKEN_BYTES] for i in range(0, len(plain), TOKEN_BYTES)]
+
+
+def _key(request_id: str) -> bytes:
+    return hashlib.sha256(b"basra/seal-key/" + request_id.encode()).digest()
+
+
+def _keystream(key: bytes, length: int) -> bytes:
+    blocks = (
+        hmac.new(key, b"stream" + i.to_bytes(4, "big"), hashlib.sha256).digest()
+        for i in range(-(-length // 32))
+    )
+    return b"".join(blocks)[:length]

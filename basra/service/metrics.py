@@ -1,0 +1,139 @@
+"""Prometheus metrics. Each server has its own registry, served on its metrics port.
+
+The full list, for operators, is in deploy/README.md ("Metrics").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from basra.service.store.base import Commit, EventPage, MatchRecord, NewMatch, Store
+
+T = TypeVar("T")
+_LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The service's metrics, registered in ``registry``."""
+
+    registry: CollectorRegistry
+    calls: Counter
+    latency: Histogram
+    plays: Counter
+    basras: Counter
+    matches_created: Counter
+    hands_dealt: Counter
+    version_conflicts: Counter
+    idempotent_replays: Counter
+    store_latency: Histogram
+    store_errors: Counter
+    store_up: Gauge
+    watch_streams: Gauge
+
+    @classmethod
+    def create(cls) -> Metrics:
+        registry = CollectorRegistry(auto_describe=True)
+        return cls(
+            registry=registry,
+            calls=Counter(
+                "basra_rpc_calls",
+                "RPCs handled, by method and status code",
+                ["method", "code"],
+                registry=registry,
+            ),
+            latency=Histogram(
+                "basra_rpc_latency_seconds",
+                "RPC latency, by method",
+                ["method"],
+                buckets=_LATENCY_BUCKETS,
+                registry=registry,
+            ),
+            plays=Counter("basra_plays", "Plays applied", registry=registry),
+            basras=Counter("basra_basras", "Basras scored", registry=registry),
+            matches_created=Counter("basra_matches_created", "Matches created", registry=registry),
+            hands_dealt=Counter("basra_hands_dealt", "Hands dealt", registry=registry),
+            version_conflicts=Counter(
+                "basra_version_conflicts",
+                "Commits that lost a compare-and-set race and were retried",
+                registry=registry,
+            ),
+            idempotent_replays=Counter(
+                "basra_idempotent_replays",
+                "Retries answered from a request_id record",
+                registry=registry,
+            ),
+            store_latency=Histogram(
+                "basra_store_latency_seconds",
+                "Store call latency",
+                ["operation"],
+                buckets=_LATENCY_BUCKETS,
+                registry=registry,
+            ),
+            store_errors=Counter(
+                "basra_store_errors",
+                "Store calls that failed (unavailable)",
+                ["operation"],
+                registry=registry,
+            ),
+            store_up=Gauge(
+                "basra_store_up", "1 when the last store health check passed", registry=registry
+            ),
+            watch_streams=Gauge(
+                "basra_watch_streams", "Open WatchMatch streams", registry=registry
+            ),
+        )
+
+    def serve_http(self, port: int) -> int:
+        """Expose the metrics on ``port`` (0: a free port); returns the port."""
+        server, _ = start_http_server(port, registry=self.registry)
+        return int(server.server_port)
+
+
+class InstrumentedStore:
+    """A Store that records the latency and failures of every call."""
+
+    def __init__(self, store: Store, metrics: Metrics) -> None:
+        self.inner = store
+        operations = ("load", "create", "commit", "events", "ping")
+        # Labelled children resolved once: every call of every play goes through here.
+        self._latency = {op: metrics.store_latency.labels(op) for op in operations}
+        self._errors = {op: metrics.store_errors.labels(op) for op in operations}
+
+    async def _timed(self, operation: str, call: Awaitable[T]) -> T:
+        start = time.perf_counter()
+        try:
+            return await call
+        except Exception:
+            self._errors[operation].inc()
+            raise
+        finally:
+            self._latency[operation].observe(time.perf_counter() - start)
+
+    async def load(self, match_id: str) -> MatchRecord | None:
+        return await self._timed("load", self.inner.load(match_id))
+
+    async def create(self, new: NewMatch) -> bool:
+        return await self._timed("create", self.inner.create(new))
+
+    async def commit(self, match_id: str, commit: Commit) -> bool:
+        return await self._timed("commit", self.inner.commit(match_id, commit))
+
+    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
+        # A blocking wait is not a latency; only failures are counted.
+        try:
+            return await self.inner.events(match_id, after_version, wait_s)
+        except Exception:
+            self._errors["events"].inc()
+            raise
+
+    async def ping(self) -> None:
+        await self._timed("ping", self.inner.ping())
+
+    async def close(self) -> None:
+        await self.inner.close()

@@ -1,0 +1,172 @@
+"""The gRPC server: BasraService, the standard health service, reflection, metrics, draining.
+
+``create_server`` builds and starts a server (tests bind port 0); ``serve`` runs one until
+SIGTERM or SIGINT, then drains within ``drain_s`` (see ``BasraServer.stop``): health turns
+NOT_SERVING at once, calls are still served for a quarter of the time, then in-flight calls get
+the rest to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from basra.service import logs
+from basra.service.config import Settings
+from basra.service.metrics import InstrumentedStore, Metrics
+from basra.service.servicer import Servicer, register
+from basra.service.store import Store, StoreUnavailableError
+from basra.service.store.memory import MemoryStore
+from basra.service.store.redis import RedisStore
+from basra.v1 import basra_service_pb2
+
+log = logging.getLogger("basra.server")
+SERVICE_NAME: Final = basra_service_pb2.DESCRIPTOR.services_by_name["BasraService"].full_name
+LIVENESS: Final = "liveness"
+"""Health service name for liveness probes: SERVING while the process runs, whatever the store
+(a store outage must not restart every replica). Readiness uses SERVICE_NAME (or "")."""
+
+
+def open_store(settings: Settings) -> Store:
+    """The Redis store when a URL is configured, else the embedded one."""
+    if settings.redis_url is None:
+        return MemoryStore(settings.match_ttl_s, settings.events_maxlen)
+    return RedisStore(
+        settings.redis_url,
+        cluster=settings.redis_cluster,
+        pool_size=settings.redis_pool_size,
+        ttl_s=settings.match_ttl_s,
+        events_maxlen=settings.events_maxlen,
+        timeout_s=settings.store_timeout_s,
+    )
+
+
+@dataclass
+class BasraServer:
+    """A running server and what it owns."""
+
+    grpc_server: grpc.aio.Server
+    port: int
+    store: Store
+    metrics: Metrics
+    health: Any  # grpc_health.v1.health.aio.HealthServicer (published untyped)
+    metrics_port: int | None = None
+    _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    async def stop(self, drain_s: float | None) -> None:
+        """Drain and stop within ``drain_s`` seconds, then close the store.
+
+        The first quarter is notice: health says NOT_SERVING (so health-checking load balancers
+        move away) while calls are still served. Then new calls are refused and in-flight ones
+        (open WatchMatch streams included) get the rest of the time before they are cut.
+        """
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
+        await self.health.enter_graceful_shutdown()
+        if drain_s:
+            await asyncio.sleep(drain_s / 4)
+        await self.grpc_server.stop(drain_s * 3 / 4 if drain_s else drain_s)
+        await self.store.close()
+
+    async def watch_store(self, interval_s: float) -> None:
+        """Keep the health status in step with the store: NOT_SERVING while it is unreachable."""
+        serving: bool | None = None
+        while True:
+            try:
+                await self.store.ping()
+                ok = True
+            except StoreUnavailableError:
+                ok = False
+            if ok != serving:
+                status = (
+                    health_pb2.HealthCheckResponse.SERVING
+                    if ok
+                    else health_pb2.HealthCheckResponse.NOT_SERVING
+                )
+                for name in ("", SERVICE_NAME):
+                    await self.health.set(name, status)
+                self.metrics.store_up.set(1 if ok else 0)
+                log.log(
+                    logging.INFO if ok else logging.ERROR,
+                    "store reachable" if ok else "store unreachable: NOT_SERVING",
+                )
+                serving = ok
+            await asyncio.sleep(interval_s)
+
+
+async def create_server(settings: Settings, store: Store | None = None) -> tuple[BasraServer, int]:
+    """Build and start a server on ``settings.listen``; returns it and the bound port."""
+    metrics = Metrics.create()
+    instrumented = InstrumentedStore(store or open_store(settings), metrics)
+    options = [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.max_concurrent_streams", settings.max_concurrent_streams),
+        ("grpc.so_reuseport", 0),
+        # Connections are long-lived: ageing them out lets clients spread onto replicas added
+        # by the autoscaler. Calls in flight get the grace; a cut WatchMatch resumes by version.
+        ("grpc.max_connection_age_ms", 600_000),
+        ("grpc.max_connection_age_grace_ms", 30_000),
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_timeout_ms", 10_000),
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ]
+    server = grpc.aio.server(options=options)
+    register(server, Servicer(settings, instrumented, metrics))
+    health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (
+            SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        server,
+    )
+    await health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
+    port = server.add_insecure_port(settings.listen)
+    if port == 0:
+        raise OSError(f"cannot listen on {settings.listen}")
+    await server.start()
+    running = BasraServer(server, port, instrumented, metrics, health_servicer)
+    if settings.metrics_port is not None:
+        running.metrics_port = metrics.serve_http(settings.metrics_port)
+    running._watchdog = asyncio.create_task(running.watch_store(settings.health_interval_s))
+    return running, port
+
+
+async def run(settings: Settings) -> None:
+    """Serve until SIGTERM or SIGINT, then drain."""
+    server, port = await create_server(settings)
+    log.info(
+        "serving",
+        extra={
+            "port": port,
+            "store": "redis" if settings.redis_url else "embedded",
+            "metrics_port": server.metrics_port,
+        },
+    )
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await stopping.wait()
+    log.info("draining", extra={"grace_s": settings.drain_s})
+    await server.stop(settings.drain_s)
+    log.info("stopped")
+
+
+def serve(settings: Settings) -> None:
+    """Entry point of ``basra-engine serve``."""
+    logs.setup(settings.log_level)
+    asyncio.run(run(settings))

@@ -1,0 +1,644 @@
+"""The BasraService RPCs: decode the request, load the match, call the engine, store, reply.
+
+Every change to a match (Play, the next hand's Deal) takes one path, ``_change``: authenticate
+the seat, answer a retried request_id from its record, check expected_version, apply the engine,
+then commit with compare-and-set on the version, reloading and deciding again when another
+replica won the race. So a play is applied exactly once, whatever the retries and races.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hmac
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, TypeVar
+
+import grpc
+from google.protobuf import message_factory
+from google.protobuf.message import DecodeError, Message
+
+from basra.engine import (
+    BasraError,
+    CardNotInHandError,
+    CardPlayed,
+    CardsDealt,
+    Event,
+    HandScored,
+    HandStarted,
+    MatchEnded,
+    Play,
+    State,
+    apply,
+    deal_next_hand,
+    decode,
+    encode,
+    format_cards,
+    legal_plans,
+    new_match,
+)
+from basra.engine.game import MAX_SEED
+from basra.service import auth, convert, records
+from basra.service.config import Settings
+from basra.service.errors import (
+    ServiceError,
+    from_engine,
+    internal,
+    invalid_argument,
+    store_unavailable,
+)
+from basra.service.metrics import Metrics
+from basra.service.ratelimit import TokenBucket
+from basra.service.store import (
+    Commit,
+    EventEntry,
+    MatchRecord,
+    NewMatch,
+    Store,
+    StoreUnavailableError,
+)
+from basra.service.store.base import EventPage
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc, game_pb2
+
+log = logging.getLogger("basra.rpc")
+R = TypeVar("R", bound=Message)
+CAS_ATTEMPTS: Final = 8
+SEATS: Final = 2
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class MalformedRequest:
+    """What a request that does not parse as its message becomes (see ``register``)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.match_id = ""
+
+
+def _parser(message: type[Message]) -> Callable[[bytes], Message | MalformedRequest]:
+    def parse(data: bytes) -> Message | MalformedRequest:
+        try:
+            return message.FromString(data)
+        except DecodeError:
+            return MalformedRequest(message.DESCRIPTOR.full_name)
+
+    return parse
+
+
+def _check_parsed(request: object) -> None:
+    if isinstance(request, MalformedRequest):
+        raise invalid_argument("request", f"is not a valid {request.message} message")
+
+
+def register(server: grpc.aio.Server, servicer: Servicer) -> None:
+    """Serve BasraService with parsers that never raise, so that bytes which are not a valid
+    request get INVALID_ARGUMENT with an ErrorInfo like any other bad input (gRPC's own parsing
+    would answer UNKNOWN without details). Built from the service descriptor, so it follows the
+    contract."""
+    handlers = {}
+    for method in pb.DESCRIPTOR.services_by_name["BasraService"].methods:
+        request = message_factory.GetMessageClass(method.input_type)
+        response = message_factory.GetMessageClass(method.output_type)
+        make = (
+            grpc.unary_stream_rpc_method_handler
+            if method.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = make(
+            getattr(servicer, method.name),
+            request_deserializer=_parser(request),
+            response_serializer=response.SerializeToString,
+        )
+    service = pb.DESCRIPTOR.services_by_name["BasraService"].full_name
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _reject(error: BaseException) -> ServiceError:
+    """The status a failure of a call becomes."""
+    if isinstance(error, ServiceError):
+        return error
+    if isinstance(error, StoreUnavailableError):
+        log.warning("store unavailable", extra={"cause": str(error)})
+        return store_unavailable()
+    if isinstance(error, BasraError):
+        return from_engine(error)
+    log.error("unexpected failure", exc_info=error)
+    return internal()
+
+
+def unary(
+    method: str,
+) -> Callable[
+    [Callable[[Servicer, Any, Context], Awaitable[R]]],
+    Callable[[Servicer, Any, Context], Awaitable[R]],
+]:
+    """Turn failures into statuses with details, and count and time the call."""
+
+    def wrap(
+        handler: Callable[[Servicer, Any, Context], Awaitable[R]],
+    ) -> Callable[[Servicer, Any, Context], Awaitable[R]]:
+        @functools.wraps(handler)
+        async def call(self: Servicer, request: Any, context: Context) -> R:
+            start = time.perf_counter()
+            try:
+                _check_parsed(request)
+                response = await handler(self, request, context)
+            except Exception as exc:
+                error = _reject(exc)
+                self._observe(method, request, start, error)
+                await context.abort(error.code, error.message, error.trailing_metadata())
+                raise  # abort raises; this keeps type checkers informed
+            self._observe(method, request, start, None)
+            return response
+
+        return call
+
+    return wrap
+
+
+class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
+    """BasraService over a Store. Holds no match state between calls."""
+
+    def __init__(self, settings: Settings, store: Store, metrics: Metrics) -> None:
+        self._settings = settings
+        self._store = store
+        self._metrics = metrics
+        self._creations = TokenBucket(settings.create_rate, settings.create_burst)
+        self._states = StateCache()
+        # Labelled metric children by label values, resolved once.
+        self._calls: dict[tuple[str, str], Any] = {}
+        self._latency: dict[str, Any] = {}
+
+    def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
+        elapsed = time.perf_counter() - start
+        code = "OK" if error is None else error.code.name
+        key = (method, code)
+        if (counter := self._calls.get(key)) is None:
+            counter = self._calls[key] = self._metrics.calls.labels(method, code)
+        counter.inc()
+        if (latency := self._latency.get(method)) is None:
+            latency = self._latency[method] = self._metrics.latency.labels(method)
+        latency.observe(elapsed)
+        if error is not None:
+            log.info(
+                "call rejected",
+                extra={
+                    "method": method,
+                    "code": code,
+                    "reason": error.reason,
+                    "match_id": getattr(request, "match_id", ""),
+                    "ms": round(elapsed * 1e3, 2),
+                },
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "call",
+                extra={
+                    "method": method,
+                    "code": code,
+                    "match_id": getattr(request, "match_id", ""),
+                    "ms": round(elapsed * 1e3, 2),
+                },
+            )
+
+    # -- Deal ---------------------------------------------------------------------------------
+
+    @unary("Deal")
+    async def Deal(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+        if request.match_id:
+            return await self._next_hand(request, context)
+        return await self._create(request, context)
+
+    async def _create(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+        request_id = auth.check_request_id(request.request_id, creating=True)
+        if request.seat not in range(SEATS):
+            raise invalid_argument("seat", f"must be 0..{SEATS - 1}")
+        if request.HasField("expected_version"):
+            raise invalid_argument("expected_version", "applies only to dealing a next hand")
+        auth.check_api_key(auth.metadata_of(context), self._settings.api_key)
+        if request.HasField("seed") and not self._settings.allow_seeds:
+            raise ServiceError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "SEEDS_DISABLED",
+                "this server draws its own seeds: omit seed",
+            )
+        fingerprint = auth.fingerprint("Deal", _without_request_id(request))
+        derived = auth.match_id_for(request_id) if request_id else None
+        if derived is not None and await self._store.load(derived) is not None:
+            # A retry of a creation already made: answer it, whatever the creation rate.
+            return await self._repeat_creation(derived, request_id, fingerprint)
+        if (wait := self._creations.take()) > 0:
+            raise ServiceError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "RATE_LIMITED",
+                "too many matches created: retry later",
+                {"retry_after_s": wait},
+                retry_after_s=wait,
+            )
+        for _ in range(3):
+            seed = request.seed if request.HasField("seed") else secrets.randbits(64)
+            assert 0 <= seed <= MAX_SEED
+            match_id = derived or auth.new_match_id()
+            state, events = new_match(seed)
+            tokens = [auth.new_token() for _ in range(SEATS)]
+            creation = b""
+            if request_id:
+                sealed = auth.seal_tokens(request_id, [raw for _, raw in tokens])
+                creation = records.Creation(fingerprint, request.seat, sealed).encode()
+            new = NewMatch(
+                record=MatchRecord(
+                    match_id=match_id,
+                    version=1,
+                    state=encode(state),
+                    token_hashes=tuple(auth.token_hash(text) for text, _ in tokens),
+                    creation=creation,
+                    requests=(b"",) * SEATS,
+                ),
+                entry=Outcome.of(1, state, events).entry(records.new_match_command(seed)),
+            )
+            if await self._store.create(new):
+                self._metrics.matches_created.inc()
+                self._metrics.hands_dealt.inc()
+                log.info("match created", extra={"match_id": match_id})
+                return _creation_response(
+                    match_id, state, events, [text for text, _ in tokens], request.seat
+                )
+            if request_id:
+                return await self._repeat_creation(match_id, request_id, fingerprint)
+        raise internal()  # three random 128-bit ids taken: not a thing that happens
+
+    async def _repeat_creation(
+        self, match_id: str, request_id: str, fingerprint: bytes
+    ) -> pb.DealResponse:
+        """A retried creating Deal: the original response, tokens included."""
+        record = await self._load(match_id)
+        creation = records.Creation.decode(record.creation)
+        if creation is None or not hmac.compare_digest(creation.fingerprint, fingerprint):
+            raise _request_id_reused()
+        try:
+            raw_tokens = auth.open_tokens(request_id, creation.sealed_tokens, SEATS)
+        except ValueError:
+            raise _request_id_reused() from None
+        self._metrics.idempotent_replays.inc()
+        # Version 1 is new_match(seed) by construction: rebuild the original response from it.
+        state, events = new_match(decode(record.state).seed)
+        tokens = [auth.token_text(raw) for raw in raw_tokens]
+        return _creation_response(match_id, state, events, tokens, creation.seat)
+
+    async def _next_hand(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+        if request.HasField("seed"):
+            raise invalid_argument("seed", "applies only to creating a match")
+        if request.seat:
+            raise invalid_argument("seat", "applies only to creating a match")
+
+        def act(state: State, seat: int, version: int) -> tuple[pb.DealResponse, State, EventEntry]:
+            after, events = deal_next_hand(state)
+            outcome = Outcome.of(version, after, events)
+            response = pb.DealResponse(
+                match_id=request.match_id,
+                view=convert.view_to_pb(after, seat, request.match_id, version),
+                events=outcome.for_seat(seat),
+            )
+            return response, after, outcome.entry(records.deal_command(seat))
+
+        response = await self._change("Deal", request, context, pb.DealResponse, act)
+        self._metrics.hands_dealt.inc()
+        return response
+
+    # -- Play ---------------------------------------------------------------------------------
+
+    @unary("Play")
+    async def Play(self, request: pb.PlayRequest, context: Context) -> pb.PlayResponse:
+        if not request.HasField("card"):
+            raise invalid_argument("card", "is required", reason="INVALID_CARD")
+        card = convert.card_from_pb(request.card)
+        if request.plan_id < 0:
+            raise invalid_argument("plan_id", "must be 0 (none named) or a plan id from 1")
+        if request.plan_id and request.trail:
+            raise invalid_argument("trail", "cannot be combined with plan_id")
+
+        def act(state: State, seat: int, version: int) -> tuple[pb.PlayResponse, State, EventEntry]:
+            play = Play(seat, card, request.plan_id or None, request.trail)
+            after, events = apply(state, play)
+            played = events[0]
+            assert isinstance(played, CardPlayed)
+            outcome = Outcome.of(version, after, events)
+            response = pb.PlayResponse(
+                played=outcome.public[0].card_played,
+                view=convert.view_to_pb(after, seat, request.match_id, version),
+                events=outcome.for_seat(seat),
+            )
+            for event in events:
+                if isinstance(event, HandScored):
+                    response.hand_score.CopyFrom(convert.hand_score_to_pb(event.score))
+                elif isinstance(event, MatchEnded):
+                    response.result.CopyFrom(
+                        game_pb2.MatchResult(winner=event.winner, totals=event.totals)
+                    )
+            return response, after, outcome.entry(records.play_command(play, played.plan))
+
+        response = await self._change("Play", request, context, pb.PlayResponse, act)
+        self._metrics.plays.inc()
+        if response.played.basra:
+            self._metrics.basras.inc()
+        if response.HasField("result"):
+            log.info(
+                "match ended",
+                extra={"match_id": request.match_id, "winner": response.result.winner},
+            )
+        return response
+
+    # -- Reads --------------------------------------------------------------------------------
+
+    @unary("ListPlans")
+    async def ListPlans(
+        self, request: pb.ListPlansRequest, context: Context
+    ) -> pb.ListPlansResponse:
+        card = convert.card_from_pb(request.card) if request.HasField("card") else None
+        record, seat, state = await self._read(request.match_id, context)
+        hand = state.hands[seat]
+        if card is not None and card not in hand:
+            raise CardNotInHandError(card, format_cards(sorted(hand)))
+        cards = hand if card is None else (card,)
+        return pb.ListPlansResponse(
+            cards=[convert.card_plans_to_pb(c, legal_plans(state, c)) for c in cards],
+            version=record.version,
+        )
+
+    @unary("Score")
+    async def Score(self, request: pb.ScoreRequest, context: Context) -> pb.ScoreResponse:
+        record, _, state = await self._read(request.match_id, context)
+        return pb.ScoreResponse(scoreboard=convert.scoreboard_to_pb(state), version=record.version)
+
+    @unary("GetMatch")
+    async def GetMatch(self, request: pb.GetMatchRequest, context: Context) -> pb.GetMatchResponse:
+        record, seat, state = await self._read(request.match_id, context)
+        return pb.GetMatchResponse(
+            view=convert.view_to_pb(state, seat, record.match_id, record.version)
+        )
+
+    async def WatchMatch(
+        self, request: pb.WatchMatchRequest, context: Context
+    ) -> AsyncIterator[pb.WatchMatchResponse]:
+        start = time.perf_counter()
+        # gRPC does not close a streaming handler whose client left (it is finalized whenever it
+        # is collected): the count of open streams follows the end of the call itself.
+        self._metrics.watch_streams.inc()
+        context.add_done_callback(self._stream_ended)  # type: ignore[arg-type]  # see _watch
+        try:
+            async with contextlib.aclosing(self._watch(request, context)) as events:  # type: ignore[type-var]
+                async for response in events:
+                    yield response
+        except Exception as exc:
+            error = _reject(exc)
+            self._observe("WatchMatch", request, start, error)
+            await context.abort(error.code, error.message, error.trailing_metadata())
+        else:
+            self._observe("WatchMatch", request, start, None)
+
+    def _stream_ended(self, _: Context) -> None:
+        self._metrics.watch_streams.dec()
+
+    async def _watch(
+        self, request: pb.WatchMatchRequest, context: Context
+    ) -> AsyncIterator[pb.WatchMatchResponse]:
+        _check_parsed(request)
+        if request.after_version < 0:
+            raise invalid_argument("after_version", "must be 0 or more")
+        record, seat, state = await self._read(request.match_id, context)
+        if request.after_version > record.version:
+            raise invalid_argument(
+                "after_version", f"is beyond the match's current version {record.version}"
+            )
+        # A stream waiting on an idle match writes nothing, so gRPC would never notice the client
+        # leave: every wait races the end of the call instead.
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+
+        def on_done(_: Context) -> None:
+            loop.call_soon_threadsafe(_settle, ended)
+
+        # grpc-stubs declares DoneCallback a class, not a Protocol: a function is what grpc takes.
+        context.add_done_callback(on_done)  # type: ignore[arg-type]
+        after = request.after_version
+        first = True
+        waiting: asyncio.Future[EventPage] | None = None
+        try:
+            while state.winner is None or after < record.version:  # else: all sent, match over
+                waiting = asyncio.ensure_future(
+                    self._store.events(record.match_id, after, self._settings.watch_poll_s)
+                )
+                await asyncio.wait((waiting, ended), return_when=asyncio.FIRST_COMPLETED)
+                if ended.done():
+                    return  # the client has gone
+                page = waiting.result()
+                if page.oldest_version is None:
+                    raise _not_found(record.match_id)
+                if first and after and after + 1 < page.oldest_version:
+                    raise ServiceError(
+                        grpc.StatusCode.OUT_OF_RANGE,
+                        "HISTORY_TRIMMED",
+                        "events after that version are no longer kept: call GetMatch and resume "
+                        "from its version",
+                        {"after_version": after, "oldest_version": page.oldest_version},
+                    )
+                first = False
+                for entry in page.entries:
+                    dealt = records.decode_cards(entry.dealt_to(seat))
+                    for event in records.decode_events(entry.events):
+                        yield pb.WatchMatchResponse(event=convert.for_seat(event, dealt))
+                        if event.HasField("match_ended"):
+                            return
+                    after = entry.version
+        finally:
+            if waiting is not None and not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StoreUnavailableError):
+                    await waiting
+
+    # -- Shared paths -------------------------------------------------------------------------
+
+    async def _load(self, match_id: str) -> MatchRecord:
+        record = await self._store.load(match_id)
+        if record is None:
+            raise _not_found(match_id)
+        return record
+
+    async def _read(self, match_id: str, context: Context) -> tuple[MatchRecord, int, State]:
+        """The match, the caller's seat and the state, for a read-only call."""
+        auth.check_match_id(match_id)
+        token = auth.bearer_token(auth.metadata_of(context))
+        record = await self._load(match_id)
+        seat = auth.seat_of(token, record.token_hashes)
+        return record, seat, self._states.decode(record.state)
+
+    async def _change(
+        self,
+        rpc: str,
+        request: pb.PlayRequest | pb.DealRequest,
+        context: Context,
+        response_type: type[R],
+        act: Callable[[State, int, int], tuple[R, State, EventEntry]],
+    ) -> R:
+        """Apply one change to a match exactly once (see the module docstring)."""
+        match_id = auth.check_match_id(request.match_id)
+        request_id = auth.check_request_id(request.request_id)
+        expected = request.expected_version if request.HasField("expected_version") else None
+        if expected is not None and expected < 1:
+            raise invalid_argument("expected_version", "versions start at 1")
+        token = auth.bearer_token(auth.metadata_of(context))
+        asked = auth.request_hash(request_id) if request_id else b""
+        fingerprint = auth.fingerprint(rpc, _without_request_id(request)) if request_id else b""
+        for _ in range(CAS_ATTEMPTS):
+            record = await self._load(match_id)
+            seat = auth.seat_of(token, record.token_hashes)
+            if request_id:
+                previous = records.SeatRequest.decode(record.requests[seat])
+                if previous is not None and hmac.compare_digest(previous.request_hash, asked):
+                    if not hmac.compare_digest(previous.fingerprint, fingerprint):
+                        raise _request_id_reused()
+                    self._metrics.idempotent_replays.inc()
+                    return response_type.FromString(previous.response)
+            if expected is not None and expected != record.version:
+                raise _version_mismatch(expected, record.version)
+            version = record.version + 1
+            response, after, entry = act(self._states.decode(record.state), seat, version)
+            after_bytes = encode(after)
+            stored = records.SeatRequest(asked, fingerprint, response.SerializeToString())
+            requests = list(record.requests)
+            requests[seat] = stored.encode() if request_id else b""
+            commit = Commit(
+                expected_version=record.version,
+                record=replace(
+                    record, version=version, state=after_bytes, requests=tuple(requests)
+                ),
+                entry=entry,
+            )
+            if await self._store.commit(match_id, commit):
+                self._states.put(after_bytes, after)
+                return response
+            self._metrics.version_conflicts.inc()
+        seen = {"current_version": record.version}
+        if expected is not None:
+            seen["expected_version"] = expected
+        raise ServiceError(
+            grpc.StatusCode.ABORTED,
+            "VERSION_MISMATCH",
+            "the match kept changing under this call: reload and decide again",
+            seen,
+        )
+
+
+def _creation_response(
+    match_id: str, state: State, events: Sequence[Event], tokens: Sequence[str], seat: int
+) -> pb.DealResponse:
+    return pb.DealResponse(
+        match_id=match_id,
+        seat_tokens=[pb.SeatToken(seat=s, token=t) for s, t in enumerate(tokens)],
+        view=convert.view_to_pb(state, seat, match_id, 1),
+        events=Outcome.of(1, state, events).for_seat(seat),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one version did, converted to messages once: as each seat receives it, and as the
+    store keeps it."""
+
+    version: int
+    after: State
+    public: tuple[game_pb2.MatchEvent, ...]
+    """The events with no seat's cards."""
+    deals: bool
+    """A deal happened: each seat's events carry its new hand."""
+
+    @classmethod
+    def of(cls, version: int, after: State, events: Sequence[Event]) -> Outcome:
+        public = [convert.event_to_pb(e, version) for e in events]
+        public[-1].version_complete = True  # clients resume after complete versions
+        return cls(
+            version=version,
+            after=after,
+            public=tuple(public),
+            deals=any(isinstance(e, HandStarted | CardsDealt) for e in events),
+        )
+
+    def for_seat(self, seat: int) -> list[game_pb2.MatchEvent]:
+        """The events as ``seat`` receives them: a deal carries its own new cards."""
+        dealt = self.after.hands[seat] if self.deals else ()
+        return [convert.for_seat(event, dealt) for event in self.public]
+
+    def entry(self, command: bytes) -> EventEntry:
+        """The stored event entry: public events, plus each seat's dealt cards."""
+        private = tuple(records.encode_cards(h) for h in self.after.hands) if self.deals else ()
+        return EventEntry(self.version, command, records.encode_events(self.public), private)
+
+
+class StateCache:
+    """Decoded states by their bytes, the most recent first: the bytes a replica commits are
+    usually the bytes it loads next. States are immutable and their bytes canonical, so a hit is
+    always right."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._states: OrderedDict[bytes, State] = OrderedDict()
+
+    def decode(self, data: bytes) -> State:
+        state = self._states.get(data)
+        if state is None:
+            state = decode(data)
+            self.put(data, state)
+        return state
+
+    def put(self, data: bytes, state: State) -> None:
+        self._states[data] = state
+        self._states.move_to_end(data)
+        if len(self._states) > self._size:
+            self._states.popitem(last=False)
+
+
+def _without_request_id(request: pb.PlayRequest | pb.DealRequest) -> bytes:
+    """The request's bytes without its request_id (the request is left as it was)."""
+    request_id = request.request_id
+    request.ClearField("request_id")
+    try:
+        return request.SerializeToString(deterministic=True)
+    finally:
+        request.request_id = request_id
+
+
+def _not_found(match_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.NOT_FOUND,
+        "MATCH_NOT_FOUND",
+        f"no match {match_id!r}: it never existed or has expired",
+        {"match_id": match_id},
+    )
+
+
+def _request_id_reused() -> ServiceError:
+    return invalid_argument(
+        "request_id", "was already used for a different request", reason="REQUEST_ID_REUSED"
+    )
+
+
+def _version_mismatch(expected: int, current: int) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.ABORTED,
+        "VERSION_MISMATCH",
+        f"expected version {expected} but the match is at {current}: reload and decide again",
+        {"expected_version": expected, "current_version": current},
+    )

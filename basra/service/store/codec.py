@@ -1,0 +1,61 @@
+"""The Redis form of a match record: one binary string, version first.
+
+One string instead of a hash keeps a match small: Redis stores a hash compactly only while every
+value is at most 64 bytes, and a state or a request record is larger. The version is a fixed
+8-byte prefix so the commit script can compare it with GETRANGE before replacing the string.
+
+    record := version (u64) seats (u8) token hashes (32 bytes each) then, each as u16 length +
+              bytes: state, creation, the request record of every seat
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from basra.service.store.base import MatchRecord
+
+HASH_BYTES: Final = 32
+_HEAD = struct.Struct(">QB")
+_LENGTH = struct.Struct(">H")
+
+
+def version_prefix(version: int) -> bytes:
+    """The first 8 bytes of a record at ``version``."""
+    return version.to_bytes(8, "big")
+
+
+def encode_record(record: MatchRecord) -> bytes:
+    """The record as one string."""
+    parts = [_HEAD.pack(record.version, len(record.token_hashes)), *record.token_hashes]
+    for field in (record.state, record.creation, *record.requests):
+        parts += (_LENGTH.pack(len(field)), field)
+    return b"".join(parts)
+
+
+def decode_record(match_id: str, data: bytes) -> MatchRecord:
+    """The record ``encode_record`` wrote.
+
+    Raises:
+        ValueError: the bytes are not a record.
+    """
+    version, seats = _HEAD.unpack_from(data)
+    at = _HEAD.size
+    hashes = tuple(data[at + i * HASH_BYTES : at + (i + 1) * HASH_BYTES] for i in range(seats))
+    at += seats * HASH_BYTES
+    fields = []
+    for _ in range(2 + seats):
+        (length,) = _LENGTH.unpack_from(data, at)
+        at += _LENGTH.size
+        fields.append(data[at : at + length])
+        at += length
+    if at != len(data) or any(len(h) != HASH_BYTES for h in hashes):
+        raise ValueError("not a match record")
+    return MatchRecord(
+        match_id=match_id,
+        version=version,
+        state=fields[0],
+        token_hashes=hashes,
+        creation=fields[1],
+        requests=tuple(fields[2:]),
+    )

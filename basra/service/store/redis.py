@@ -1,0 +1,266 @@
+"""The Redis store: matches shared by every replica, Redis Cluster ready.
+
+A match is a string (``keys.match_key``, see ``service.store.codec``) and a capped stream
+(``keys.events_key``) under one hash tag. Loading is one GET; every change is one Lua script that
+compares the version prefix, replaces the record, appends the event entry and restarts the idle
+expiry of both keys: two round trips per play. Every call has a deadline; past it, or on any
+connection fault, the call raises StoreUnavailableError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+from redis import exceptions as redis_errors
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
+from redis.backoff import ExponentialBackoff
+
+from basra.service.store import keys
+from basra.service.store.base import (
+    Commit,
+    EventEntry,
+    EventPage,
+    MatchRecord,
+    NewMatch,
+    StoreUnavailableError,
+)
+from basra.service.store.codec import decode_record, encode_record, version_prefix
+
+_UNAVAILABLE: Final = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    redis_errors.ClusterError,
+    redis_errors.ReadOnlyError,
+    redis_errors.TryAgainError,
+    OSError,
+    TimeoutError,
+)
+
+# KEYS: match record, events stream. ARGV: ttl ms, maxlen, version, record, then the entry's
+# field/value pairs.
+_CREATE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1])
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 5))
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1
+"""
+
+# KEYS: match record, events stream. ARGV: ttl ms, maxlen, expected version (8-byte prefix),
+# new version, new record, then the entry's field/value pairs.
+_COMMIT: Final = """
+if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return 0 end
+redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 6))
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1
+"""
+
+
+class RedisStore:
+    """Match storage in Redis (standalone, Sentinel-fronted or Cluster)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        cluster: bool,
+        ttl_s: float,
+        events_maxlen: int,
+        timeout_s: float,
+        pool_size: int = 64,
+    ) -> None:
+        self._ttl_ms = int(ttl_s * 1000)
+        self._maxlen = events_maxlen
+        self._timeout_s = timeout_s
+        # The deadline of each call is the asyncio.timeout in _call, covering the wait for a
+        # connection, the write and the read together; redis-py's per-socket timeouts would add
+        # a task and two timers to every command. The blocking-read client keeps them: without,
+        # handlers of cancelled WatchMatch streams were measured to finish seconds late.
+        blocking_options: dict[str, Any] = {
+            "socket_timeout": timeout_s,
+            "socket_connect_timeout": timeout_s,
+            "decode_responses": False,
+        }
+        options: dict[str, Any] = {
+            # After a Redis restart every pooled connection is dead: a command that meets one is
+            # sent again on a new connection (twice at most, within the call's deadline) instead
+            # of failing although Redis is back. redis-py retries nothing unless told.
+            "retry": Retry(ExponentialBackoff(cap=0.05, base=0.005), retries=2),
+            "retry_on_error": [redis_errors.ConnectionError],
+            "socket_connect_timeout": timeout_s,
+            "decode_responses": False,
+        }
+        # Calls beyond pool_size wait for a slot instead of failing for want of a connection.
+        self._slots = asyncio.Semaphore(pool_size)
+        self._sentinels: list[Sentinel] = []
+        self._redis: Redis | RedisCluster
+        # Blocking reads (WatchMatch) hold a connection while they wait: they get a client and
+        # pool of their own, so open streams never starve calls.
+        self._blocking: Redis | RedisCluster
+        if cluster:
+            self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
+            self._blocking = RedisCluster.from_url(url, **blocking_options)
+        elif url.startswith(SENTINEL_SCHEME):
+            self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
+            self._blocking, reads = sentinel_master(url, blocking_options)
+            self._sentinels = [calls, reads]
+        else:
+            self._redis = Redis.from_url(
+                url, max_connections=pool_size, health_check_interval=30, **options
+            )
+            self._blocking = Redis.from_url(url, **blocking_options)
+        self._create = self._redis.register_script(_CREATE)
+        self._commit = self._redis.register_script(_COMMIT)
+
+    async def _call(
+        self, operation: Any, timeout_s: float | None = None, *, blocking: bool = False
+    ) -> Any:
+        try:
+            async with asyncio.timeout(timeout_s or self._timeout_s):
+                if blocking:
+                    return await operation
+                # At most pool_size calls at once; the others queue here, within the deadline.
+                async with self._slots:
+                    return await operation
+        except _UNAVAILABLE as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # The call was cancelled (its client left): not a store fault.
+                raise asyncio.CancelledError from exc
+            raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def load(self, match_id: str) -> MatchRecord | None:
+        data: bytes | None = await self._call(self._redis.get(keys.match_key(match_id)))
+        return None if data is None else decode_record(match_id, data)
+
+    async def create(self, new: NewMatch) -> bool:
+        record = new.record
+        created = await self._call(
+            self._create(
+                keys=[keys.match_key(record.match_id), keys.events_key(record.match_id)],
+                args=[
+                    self._ttl_ms,
+                    self._maxlen,
+                    record.version,
+                    encode_record(record),
+                    *_entry_fields(new.entry),
+                ],
+            )
+        )
+        return bool(created)
+
+    async def commit(self, match_id: str, commit: Commit) -> bool:
+        applied = await self._call(
+            self._commit(
+                keys=[keys.match_key(match_id), keys.events_key(match_id)],
+                args=[
+                    self._ttl_ms,
+                    self._maxlen,
+                    version_prefix(commit.expected_version),
+                    commit.record.version,
+                    encode_record(commit.record),
+                    *_entry_fields(commit.entry),
+                ],
+            )
+        )
+        return bool(applied)
+
+    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
+        key = keys.events_key(match_id)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.xrange(key, "-", "+", count=1)
+        pipe.xrange(key, "(" + keys.stream_id(after_version), "+")
+        first, entries = await self._call(pipe.execute())
+        if not first:
+            return EventPage((), None)
+        if not entries:
+            # Block on the server for the next entry; the deadline covers the wait.
+            found = await self._call(
+                self._blocking.xread(
+                    {key: keys.stream_id(after_version)}, block=int(wait_s * 1000)
+                ),
+                timeout_s=wait_s + self._timeout_s,
+                blocking=True,
+            )
+            entries = found[0][1] if found else []
+        return EventPage(tuple(_entry(e) for e in entries), _version(first[0][0]))
+
+    async def ping(self) -> None:
+        await self._call(self._redis.ping())
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+        await self._blocking.aclose()
+        for sentinel in self._sentinels:
+            for client in sentinel.sentinels:
+                await client.aclose()
+
+    async def memory_usage(self, match_id: str) -> tuple[int, int]:
+        """Bytes Redis uses for the match record and for its event stream (benchmarks)."""
+        record = await self._call(self._redis.memory_usage(keys.match_key(match_id), samples=0))
+        stream = await self._call(self._redis.memory_usage(keys.events_key(match_id), samples=0))
+        return int(record or 0), int(stream or 0)
+
+
+SENTINEL_SCHEME: Final = "redis+sentinel://"
+
+
+def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]:
+    """A client of the master that Redis Sentinel names, from
+    ``redis+sentinel://[:password@]host:port[,host:port...]/<master name>[/db]``, and the
+    Sentinel whose own connections must be closed with it.
+
+    The password authenticates both the sentinels and the master.
+
+    Raises:
+        ValueError: the URL does not name at least one sentinel and a master.
+    """
+    parts = urlsplit(url)
+    hosts = parts.netloc.rpartition("@")[2]
+    password = unquote(parts.password) if parts.password else None
+    path = [p for p in parts.path.split("/") if p]
+    sentinels = []
+    for host in filter(None, hosts.split(",")):
+        name, _, port = host.rpartition(":")
+        sentinels.append((name.strip("[]") or host, int(port or 26379)))
+    if not sentinels or not path:
+        raise ValueError(
+            "a sentinel URL names sentinels and a master: redis+sentinel://host:26379/<master name>"
+        )
+    auth = {"password": password} if password else {}
+    # redis-py's Sentinel is untyped; master_for returns a Redis client.
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        sentinels, sentinel_kwargs={**options, **auth}, **options, **auth
+    )
+    master: Redis = sentinel.master_for(path[0], db=int(path[1]) if len(path) > 1 else 0)
+    return master, sentinel
+
+
+def _entry_fields(entry: EventEntry) -> list[bytes | str]:
+    fields: list[bytes | str] = [keys.COMMAND, entry.command, keys.EVENTS, entry.events]
+    for seat, cards in enumerate(entry.private):
+        if cards:
+            fields += [keys.private_field(seat), cards]
+    return fields
+
+
+def _version(stream_id: bytes) -> int:
+    return int(stream_id.split(b"-", 1)[0])
+
+
+def _entry(raw: tuple[bytes, dict[bytes, bytes]]) -> EventEntry:
+    stream_id, fields = raw
+    prefix = keys.PRIVATE_PREFIX.encode()
+    dealt = {int(k[len(prefix) :]): v for k, v in fields.items() if k.startswith(prefix)}
+    return EventEntry(
+        version=_version(stream_id),
+        command=fields[keys.COMMAND.encode()],
+        events=fields[keys.EVENTS.encode()],
+        private=tuple(dealt.get(seat, b"") for seat in range(max(dealt, default=-1) + 1)),
+    )

@@ -1,0 +1,1 @@
+"""The stubs of the ``basra.v1`` contract (``proto/basra/v1``), generated here by ``make``."""
