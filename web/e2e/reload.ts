@@ -1,0 +1,82 @@
+// Against the bot: play by keyboard, reload mid-hand, and go on where the table was. The bot is
+// the page itself playing the other seat; its plays reach this seat through WatchMatch, so a
+// bot's reply after the reload also proves the stream was resumed.
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { BASE_URL, launch, playFirst, player, screenshot, seen, waitPast } from "./table.js";
+
+const browser = await launch();
+try {
+  const me = await player(browser);
+  const page = me.page;
+  await page.goto(BASE_URL);
+  await page.click("#play-bot");
+  await page.locator("#app[data-version]").waitFor();
+
+  // A few plays, the first one by keyboard only: Tab to a card, Enter, Enter on its first choice.
+  for (let move = 0; move < 3; move++) {
+    const before = await myTurn(page);
+    if (move === 0) await playByKeyboard(page);
+    else await playFirst(page);
+    await waitPast(page, before.version);
+  }
+
+  const before = await myTurn(page);
+  await showAPlan(page);
+  await screenshot(page, "bot-plans", process.env["README_SCREENSHOT"]);
+  await page.reload();
+  const after = await myTurn(page);
+  assert.equal(after.version, before.version, "the same version after the reload");
+  assert.deepEqual(after.hand, before.hand, "the same hand");
+  assert.deepEqual(after.floor, before.floor, "the same floor");
+  assert.equal(after.opponentBacks, before.opponentBacks);
+
+  // The table goes on: my play, then the bot's answer through the resumed stream.
+  await playFirst(page);
+  const next = await myTurn(page, after.version + 1);
+  assert.ok(next.version >= after.version + 2, "my play and the bot's");
+  assert.match(await page.locator("#log").innerText(), /Your opponent/);
+  assert.deepEqual(me.errors, []);
+  console.log(`resumed at version ${after.version}, went on to ${next.version}`);
+} finally {
+  await browser.close();
+}
+
+/** Waits until it is my turn (the bot has answered) past `version`. */
+async function myTurn(page: Page, version = -1) {
+  await page.waitForFunction(
+    (v) => {
+      const app = document.getElementById("app");
+      return app?.dataset["turn"] === "you" && Number(app.dataset["version"]) > v && document.querySelector("#hand button:not([disabled])") !== null;
+    },
+    version,
+  );
+  return seen(page);
+}
+
+async function playByKeyboard(page: Page): Promise<void> {
+  const first = page.locator("#hand button").first();
+  const code = await first.getAttribute("data-card");
+  // Tab through the page until the first card of the hand has the focus.
+  for (let presses = 0; presses < 40; presses++) {
+    await page.keyboard.press("Tab");
+    if (await first.evaluate((element) => element === document.activeElement)) break;
+  }
+  await page.keyboard.press("Enter");
+  // The focus moves to the card's first choice.
+  await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
+  assert.equal(await page.locator(`#hand [data-card="${code}"]`).getAttribute("aria-pressed"), "true");
+  await page.keyboard.press("Enter");
+}
+
+/** Chooses a card that can capture (when the hand has one) so that its plans show. */
+async function showAPlan(page: Page): Promise<void> {
+  for (const card of await page.locator("#hand button").all()) {
+    await card.click();
+    const plan = page.locator("#plans button[data-plan]").first();
+    if ((await plan.count()) > 0) {
+      await plan.hover();
+      return;
+    }
+  }
+}
