@@ -29,8 +29,9 @@ from tests.support import free_port
 ROOT: Final = Path(__file__).resolve().parents[2]
 WEB: Final = ROOT / "web"
 DIST: Final = WEB / "dist"
-TSX: Final = WEB / "node_modules" / ".bin" / "tsx"
+TSX: Final = WEB / "node_modules" / "tsx"
 CHROMIUM: Final = shutil.which("chromium") or "/usr/bin/chromium"
+NODE: Final = shutil.which("node") or "node"
 SERVE: Final = shutil.which("basra-engine", path=str(Path(sys.executable).parent)) or "basra-engine"
 # Bounds on waiting (a scenario that hangs fails instead of blocking the suite); never asserted.
 SCENARIO_LIMIT_S: Final = 600
@@ -42,7 +43,7 @@ def prerequisites() -> None:
     missing = []
     if not Path(CHROMIUM).exists():
         missing.append("Chromium (Debian's chromium package)")
-    if shutil.which("node") is None:
+    if shutil.which(NODE) is None:
         missing.append("Node.js")
     if not TSX.exists():
         missing.append("the npm packages of web/")
@@ -127,8 +128,10 @@ def service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
 
 def scenario(name: str, service: Service, screenshots: Path, **env: str) -> str:
     """Runs web/e2e/<name>.ts against the service and returns its output; fails with it."""
-    process = subprocess.Popen(
-        [str(TSX), f"e2e/{name}.ts"],
+    output = []
+    with subprocess.Popen(
+        # One process (node loading tsx), so that the scenario itself reads our stdin.
+        [NODE, "--import", "tsx", f"e2e/{name}.ts"],
         cwd=WEB,
         env={
             **os.environ,
@@ -141,23 +144,24 @@ def scenario(name: str, service: Service, screenshots: Path, **env: str) -> str:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    output = []
-    watchdog = threading.Timer(SCENARIO_LIMIT_S, process.kill)
-    watchdog.start()
-    for line in process.stdout:
-        output.append(line)
-        request = line.removeprefix("REQUEST ").strip()
-        if line.startswith("REQUEST "):
-            assert request == "restart", f"unknown request {request!r}"
-            service.restart()
-            process.stdin.write(f"DONE {request}\n")
-            process.stdin.flush()
-    code = process.wait()
-    watchdog.cancel()
+    ) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        watchdog = threading.Timer(SCENARIO_LIMIT_S, process.kill)
+        watchdog.start()
+        for line in process.stdout:
+            output.append(line)
+            if line.startswith("REQUEST "):
+                request = line.removeprefix("REQUEST ").strip()
+                assert request == "restart", f"unknown request {request!r}"
+                service.restart()
+                process.stdin.write(f"DONE {request}\n")
+                process.stdin.close()
+        code = process.wait()
+        watchdog.cancel()
     text = "".join(output)
-    assert code == 0, f"scenario {name} failed:\n{text}\n--- server log ---\n{service.log.read_text()}"
+    server_log = service.log.read_text()
+    assert code == 0, f"scenario {name} failed:\n{text}\n--- server log ---\n{server_log}"
     return text
 
 

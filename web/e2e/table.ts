@@ -61,20 +61,17 @@ export interface Seen {
 }
 
 export async function seen(page: Page): Promise<Seen> {
-  return page.evaluate(() => {
-    const app = document.getElementById("app")!;
-    const codes = (selector: string) => [...document.querySelectorAll<HTMLElement>(selector)].map((e) => e.dataset["card"] ?? "");
-    return {
-      version: Number(app.dataset["version"] ?? -1),
-      turn: app.dataset["turn"] ?? "",
-      status: app.dataset["status"] ?? "",
-      hand: codes("#hand [data-card]"),
-      floor: codes("#floor [data-card]"),
-      everyCard: codes("[data-card]"),
-      opponentBacks: document.querySelectorAll(".opponent .card.back").length,
-      text: document.body.innerText,
-    };
-  });
+  // No named helpers inside evaluate: tsx would wrap them in a __name() the page lacks.
+  return page.evaluate(() => ({
+    version: Number(document.getElementById("app")?.dataset["version"] ?? -1),
+    turn: document.getElementById("app")?.dataset["turn"] ?? "",
+    status: document.getElementById("app")?.dataset["status"] ?? "",
+    hand: Array.from(document.querySelectorAll<HTMLElement>("#hand [data-card]"), (e) => e.dataset["card"] ?? ""),
+    floor: Array.from(document.querySelectorAll<HTMLElement>("#floor [data-card]"), (e) => e.dataset["card"] ?? ""),
+    everyCard: Array.from(document.querySelectorAll<HTMLElement>("[data-card]"), (e) => e.dataset["card"] ?? ""),
+    opponentBacks: document.querySelectorAll(".opponent .card.back").length,
+    text: document.body.innerText,
+  }));
 }
 
 /** Waits until the page shows a version after `version` and is not busy with a move. */
@@ -125,7 +122,11 @@ export async function fitsWidth(page: Page): Promise<boolean> {
 export async function ask(request: string): Promise<void> {
   console.log(`REQUEST ${request}`);
   const line = await new Promise<string>((resolve) => {
-    process.stdin.once("data", (data) => resolve(String(data).trim()));
+    process.stdin.once("data", (data) => {
+      // Reading keeps stdin open, and with it the process: done with it.
+      process.stdin.destroy();
+      resolve(String(data).trim());
+    });
   });
   assert.equal(line, `DONE ${request}`);
 }

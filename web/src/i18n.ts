@@ -375,17 +375,17 @@ const RIGHT_TO_LEFT: ReadonlySet<Language> = new Set<Language>(["ar", "fa"]);
 export type Params = Readonly<Record<string, string | number>>;
 
 let language: Language = "en";
-
-export function currentLanguage(): Language {
-  return language;
-}
+/** The locale for numbers, plurals and lists: the browser's own tag when it speaks the chosen
+ * language ("ar-EG" writes Arabic-Indic digits, "ar-MA" Latin ones), else the language. */
+let locale = "en";
 
 export function isRightToLeft(lang: Language): boolean {
   return RIGHT_TO_LEFT.has(lang);
 }
 
-export function setLanguage(lang: Language): void {
+export function setLanguage(lang: Language, preferred: readonly string[] = navigator.languages): void {
   language = lang;
+  locale = preferred.find((tag) => tag.toLowerCase().split("-")[0] === lang) ?? lang;
 }
 
 /** The first of the browser's preferred languages that the table speaks, else English. */
@@ -406,15 +406,16 @@ export function isLanguage(value: string | null): value is Language {
  * its form by the `count` parameter. */
 export function t(id: MessageId, params: Params = {}, lang: Language = language): string {
   const message = CATALOGS[lang][id];
+  const tag = lang === language ? locale : lang;
   let template: string;
   if (typeof message === "string") {
     template = message;
   } else {
     const count = params["count"];
     if (typeof count !== "number") throw new Error(`message ${id} needs a numeric count`);
-    template = message[new Intl.PluralRules(lang).select(count)] ?? message.other;
+    template = message[new Intl.PluralRules(tag).select(count)] ?? message.other;
   }
-  const numbers = new Intl.NumberFormat(lang);
+  const numbers = new Intl.NumberFormat(tag);
   return template.replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];
     if (value === undefined) throw new Error(`message ${id} needs {${name}}`);
@@ -431,5 +432,10 @@ export function cardName(card: Card): string {
 
 /** Several cards' names as one list in the language's own way ("a, b and c", "a وb"…). */
 export function cardList(cards: readonly Card[]): string {
-  return new Intl.ListFormat(language, { type: "conjunction" }).format(cards.map(cardName));
+  return new Intl.ListFormat(locale, { type: "conjunction" }).format(cards.map(cardName));
+}
+
+/** A number as the player's locale writes it. */
+export function formatNumber(value: number): string {
+  return new Intl.NumberFormat(locale).format(value);
 }

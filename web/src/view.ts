@@ -4,7 +4,7 @@
 import { MatchStatus, type Card, type CardPlans, type MatchEvent, type MatchView, type Plan, type Scoreboard } from "../gen/basra/v1/game_pb";
 import { cardCode, isRed, rankIndex, suitSymbol } from "./cards";
 import { h } from "./dom";
-import { cardList, cardName, t, type MessageId } from "./i18n";
+import { cardList, cardName, formatNumber, t, type MessageId } from "./i18n";
 
 /** What the table shows. */
 export interface TableState {
@@ -186,7 +186,7 @@ function renderSheet(view: MatchView, scoreboard: Scoreboard, actions: TableActi
   const hand = scoreboard.hands.at(-1);
   const seats = [me, 1 - me];
   const row = (label: MessageId, value: (seat: number) => number) =>
-    h("tr", {}, h("th", { scope: "row" }, t(label)), seats.map((seat) => h("td", {}, new Intl.NumberFormat(document.documentElement.lang).format(value(seat)))));
+    h("tr", {}, h("th", { scope: "row" }, t(label)), seats.map((seat) => h("td", {}, formatNumber(value(seat)))));
   const winner = scoreboard.winner;
   const totals = { you: scoreboard.totals[me] ?? 0, opponent: scoreboard.totals[1 - me] ?? 0 };
   return h(
