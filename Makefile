@@ -33,14 +33,14 @@ $(TOOLS): constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf
+	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf protoc-gen-connectrpc
 	@touch $@
 
 # Generated Python stubs: built from proto/ by buf into basra/v1, never committed (ignored), so
 # they cannot go stale: any change to the contract rebuilds them.
 $(GEN): $(TOOLS) $(PROTOS)
 	$(BIN)/buf lint
-	rm -f basra/v1/*_pb2*.py basra/v1/*_pb2*.pyi
+	rm -f basra/v1/*_pb2*.py basra/v1/*_pb2*.pyi basra/v1/*_connect.py
 	$(BIN)/buf generate
 	@touch $@
 
@@ -54,8 +54,8 @@ $(STAMP): $(RUNTIME)
 	$(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
-run: $(RUNTIME) ## set up and serve on localhost:50051 (embedded store)
-	$(BIN)/basra-engine serve --listen localhost:50051
+run: $(RUNTIME) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
+	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080
 
 lint: $(STAMP) ## buf lint, buf breaking, ruff
 	$(BIN)/buf lint
@@ -111,4 +111,4 @@ contract-release: $(TOOLS) ## make proto/ the released baseline
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean: ## remove the venv, stubs and caches
-	rm -rf $(VENV) basra/v1/*_pb2* basra/v1/.generated .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen
+	rm -rf $(VENV) basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen

@@ -98,7 +98,9 @@ def process(args: Sequence[str], target: str) -> Iterator[subprocess.Popen[bytes
         proc.wait(timeout=30)
 
 
-def serve_command(listen: str, redis_url: str, extra: Sequence[str] = ()) -> list[str]:
+def serve_command(
+    listen: str, redis_url: str, extra: Sequence[str] = (), http_listen: str = "off"
+) -> list[str]:
     command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
     assert command
     return [
@@ -111,6 +113,8 @@ def serve_command(listen: str, redis_url: str, extra: Sequence[str] = ()) -> lis
         "--allow-seeds",
         "--metrics-port",
         "off",
+        "--http-listen",
+        http_listen,
         "--log-level",
         "WARNING",
         "--create-rate",
