@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import mimetypes
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -418,6 +419,9 @@ async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
     config.errorlog = log
     config.h2_max_concurrent_streams = settings.max_concurrent_streams
     config.include_server_header = False
+    # hypercorn closes a connection after this many requests, cutting the HTTP/2 streams still
+    # in flight on it (clients saw broken pipes under load). Connections live on instead.
+    config.keep_alive_max_requests = sys.maxsize
     sockets = _listen(config)
     port = int(sockets.insecure_sockets[0].getsockname()[1])
     server = HttpServer(port, app, config)
@@ -426,10 +430,15 @@ async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
 
 
 def _listen(config: HypercornConfig) -> Sockets:
+    """Bound and listening at once, so that connections made before hypercorn starts accepting
+    wait in the backlog instead of being refused."""
     try:
-        return config.create_sockets()
+        sockets = config.create_sockets()
+        for sock in sockets.insecure_sockets:
+            sock.listen(config.backlog)
     except OSError as exc:
         raise OSError(f"cannot listen for HTTP on {config.bind[0]}: {exc.strerror}") from exc
+    return sockets
 
 
 async def _serve(

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -207,6 +208,7 @@ class Servicer:
             # A retry of a creation already made: answer it, whatever the creation rate.
             return await self._repeat_creation(derived, request_id, fingerprint)
         if (wait := self._creations.take()) > 0:
+            wait = math.ceil(wait * 1000) / 1000  # whole milliseconds, no float noise
             raise ServiceError(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "RATE_LIMITED",
