@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import grpc
 import pytest
-from connectrpc.compat import google_protobuf_json_codec
+from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
 from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 from google.protobuf import json_format
@@ -84,7 +84,11 @@ class Client:
             self._connect = BasraServiceClientSync(
                 server.http_url,
                 protocol=ProtocolType.GRPC_WEB if transport == "grpc-web" else ProtocolType.CONNECT,
-                **({"codec": google_protobuf_json_codec()} if transport == "connect-json" else {}),
+                codec=(
+                    google_protobuf_json_codec()
+                    if transport == "connect-json"
+                    else google_protobuf_binary_codec()
+                ),
             )
 
     def close(self) -> None:
