@@ -241,6 +241,20 @@ def test_one_seeded_match_gives_the_same_responses_over_every_transport(
     ]
     assert named == ["plan_id", "trail", "card"]
     assert len(reference) > 300  # a whole match: every play, its plans, two streams
+    # What proto/README.md says of hand ends: FloorCollected only when cards are left.
+    hand_ends = {
+        int(r["view"]["version"]): [
+            next(k for k in e if k != "version" and k != "versionComplete") for e in r["events"]
+        ]
+        for r in reference
+        if isinstance(r, dict) and "handScore" in r
+    }
+    assert hand_ends == {
+        49: ["cardPlayed", "floorCollected", "handScored"],
+        98: ["cardPlayed", "floorCollected", "handScored"],
+        147: ["cardPlayed", "handScored"],
+        196: ["cardPlayed", "handScored", "matchEnded"],
+    }
     for transport, other in transcripts.items():
         assert len(other) == len(reference), transport
         for index, (got, want) in enumerate(zip(other, reference, strict=True)):
