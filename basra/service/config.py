@@ -143,6 +143,8 @@ _HELP: Final = {
     "cors_origins": "comma-separated browser origins allowed cross-origin (https://host[:port])",
     "web_root": "directory served at / on the HTTP port (default: web/dist of the repository)",
 }
+# Other spellings of a flag: one origin reads naturally as --cors-origin.
+_ALIASES: Final = {"cors_origins": ("--cors-origin",)}
 # An origin as browsers send it: scheme, host, optional port; no path, no trailing slash.
 _ORIGIN: Final = re.compile(
     r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
@@ -164,7 +166,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             )
         else:
             parser.add_argument(
-                flag, dest=f.name, default=None, help=f"{_HELP[f.name]} (${ENVIRONMENT[f.name]})"
+                flag,
+                *_ALIASES.get(f.name, ()),
+                dest=f.name,
+                default=None,
+                help=f"{_HELP[f.name]} (${ENVIRONMENT[f.name]})",
             )
 
 

@@ -391,6 +391,11 @@ class HttpServer:
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
 
+    @property
+    def failed(self) -> bool:
+        """hypercorn ended without being asked to stop (it should never)."""
+        return self._task is not None and self._task.done() and not self._stopping.is_set()
+
     async def stop(self, grace_s: float | None) -> None:
         """Stop accepting; in-flight calls (open streams included) get ``grace_s`` seconds.
 

@@ -89,9 +89,18 @@ class BasraServer:
         await self.store.close()
 
     async def watch_store(self, interval_s: float) -> None:
-        """Keep the health status in step with the store: NOT_SERVING while it is unreachable."""
+        """Keep the health status in step with the store: NOT_SERVING while it is unreachable.
+        If the HTTP server has stopped by itself, the process is not live any more: liveness
+        turns NOT_SERVING too, so that the kubelet restarts it."""
         serving: bool | None = None
         while True:
+            if self.http is not None and self.http.failed:
+                log.error("the HTTP server stopped: liveness NOT_SERVING")
+                await self.health.set(LIVENESS, health_pb2.HealthCheckResponse.NOT_SERVING)
+                for name in ("", SERVICE_NAME):
+                    await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+                self.readiness.serving = False
+                return
             try:
                 await self.store.ping()
                 ok = True

@@ -564,9 +564,28 @@ def test_cors_origins_come_from_the_environment_and_fail_closed() -> None:
     for bad in ("https://a.example/", "a.example", "https://a.example/path", "null"):
         with pytest.raises(ValueError, match="CORS origin"):
             config.from_args(args, {"BASRA_CORS_ORIGINS": bad})
-    assert (
-        config.from_args(
-            build_parser().parse_args(["serve", "--http-listen", "off"]), {}
-        ).http_listen
-        is None
-    )
+    off = build_parser().parse_args(["serve", "--http-listen", "off"])
+    assert config.from_args(off, {}).http_listen is None
+    flag = build_parser().parse_args(["serve", "--cors-origin", "https://b.example"])
+    assert config.from_args(flag, environ).cors_origins == ("https://b.example",)  # flag wins
+
+
+def test_an_http_server_that_stops_by_itself_turns_liveness_off(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    server = start_server()
+    stub = health_pb2_grpc.HealthStub(server.channel)
+
+    def liveness() -> int:
+        request = health_pb2.HealthCheckRequest(service="liveness")
+        return int(stub.Check(request, timeout=5).status)
+
+    assert liveness() == health_pb2.HealthCheckResponse.SERVING
+    http = server.server.http
+    assert http is not None
+    task = http._task
+    assert task is not None
+    server.loop.call_soon_threadsafe(task.cancel)  # hypercorn ending unasked
+    wait_for(lambda: liveness() == health_pb2.HealthCheckResponse.NOT_SERVING)
