@@ -47,7 +47,6 @@ log = logging.getLogger("basra.http")
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 RPC_PREFIX: Final = f"/{SERVICE.full_name}/"
 HEALTH_PATH: Final = "/healthz"
@@ -78,6 +77,23 @@ PREFLIGHT_MAX_AGE_S: Final = 7200
 # The repository's built web table (a source checkout); the web engineer's `make` builds it.
 DEFAULT_WEB_ROOT: Final = Path(basra.__file__).resolve().parent.parent / "web" / "dist"
 INDEX: Final = "index.html"
+# What a built web page is made of, typed without relying on the system's mime.types (the slim
+# image has none): a module script served with another type is refused by browsers.
+CONTENT_TYPES: Final = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".woff2": "font/woff2",
+    ".wasm": "application/wasm",
+    ".webmanifest": "application/manifest+json",
+    ".txt": "text/plain; charset=utf-8",
+}
 CLOSE_S: Final = 1.0
 """After the drain, how long connections get to close before they are cut."""
 
@@ -298,9 +314,9 @@ class HttpApp:
             await _respond(send, 404, b"not found\n")
             return
         body = await asyncio.to_thread(file.read_bytes)
-        kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
-        if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
-            kind += "; charset=utf-8"
+        kind = CONTENT_TYPES.get(file.suffix.lower()) or (
+            mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+        )
         headers = [
             (b"content-type", kind.encode()),
             (b"x-content-type-options", b"nosniff"),
