@@ -144,6 +144,11 @@ class Servicer:
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
         self._states = StateCache()
+        # Both transports serve every RPC of the descriptor: one without a method here would
+        # fail only when called.
+        missing = [m.name for m in SERVICE.methods if not callable(getattr(self, m.name, None))]
+        if missing:
+            raise TypeError(f"RPCs of the contract without an implementation: {missing}")
 
     async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
         """Run the unary RPC ``method``: its response, or ServiceError (the only exception)."""

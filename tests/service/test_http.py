@@ -589,3 +589,16 @@ def test_an_http_server_that_stops_by_itself_turns_liveness_off(
     assert task is not None
     server.loop.call_soon_threadsafe(task.cancel)  # hypercorn ending unasked
     wait_for(lambda: liveness() == health_pb2.HealthCheckResponse.NOT_SERVING)
+
+
+def test_a_core_without_every_rpc_of_the_contract_does_not_start() -> None:
+    from basra.service.metrics import Metrics
+    from basra.service.servicer import Servicer
+    from basra.service.store.memory import MemoryStore
+
+    class Partial(Servicer):
+        WatchMatch = None  # type: ignore[assignment]
+
+    metrics = Metrics.create()
+    with pytest.raises(TypeError, match="WatchMatch"):
+        Partial(Settings(), MemoryStore(60, 10), metrics)
