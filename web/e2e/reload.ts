@@ -21,8 +21,8 @@ try {
     await waitPast(page, before.version);
   }
 
-  const before = await myTurn(page);
   await showAPlan(page);
+  const before = await seen(page);
   await screenshot(page, "bot-plans", process.env["README_SCREENSHOT"]);
   await page.reload();
   const after = await myTurn(page);
@@ -69,14 +69,20 @@ async function playByKeyboard(page: Page): Promise<void> {
   await page.keyboard.press("Enter");
 }
 
-/** Chooses a card that can capture (when the hand has one) so that its plans show. */
+/** Chooses a card that can capture, so that its plans show and the floor cards it would take
+ * are marked; while no card of the hand can, plays on (a few moves at most). */
 async function showAPlan(page: Page): Promise<void> {
-  for (const card of await page.locator("#hand button").all()) {
-    await card.click();
-    const plan = page.locator("#plans button[data-plan]").first();
-    if ((await plan.count()) > 0) {
-      await plan.hover();
-      return;
+  for (let move = 0; move < 8; move++) {
+    for (const card of await page.locator("#hand button").all()) {
+      await card.click();
+      const plan = page.locator("#plans button[data-plan]").first();
+      if ((await plan.count()) > 0) {
+        await plan.hover();
+        return;
+      }
     }
+    const { version } = await seen(page);
+    await page.locator("#plans #trail").click();
+    await myTurn(page, version + 1);
   }
 }
