@@ -54,8 +54,10 @@ $(STAMP): $(RUNTIME)
 	$(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
+# Development only: the embedded store (asked for by name: production refuses to start without
+# a Redis URL) and no drain, so Ctrl-C returns at once.
 run: $(RUNTIME) ## set up and serve on localhost:50051 (embedded store)
-	$(BIN)/basra-engine serve --listen localhost:50051
+	$(BIN)/basra-engine serve --listen localhost:50051 --store embedded --drain-seconds 0
 
 lint: $(STAMP) ## buf lint, buf breaking, ruff
 	$(BIN)/buf lint

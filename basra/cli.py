@@ -55,9 +55,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             settings = config.from_args(args)
         except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"basra-engine serve: error: {exc}", file=sys.stderr)
             return 2
-        server.serve(settings)
+        try:
+            server.serve(settings)
+        except server.StartupError as exc:
+            print(f"basra-engine serve: error: {exc}", file=sys.stderr)
+            return 1
         return 0
     if args.command == "demo":
         from basra.client import demo

@@ -5,10 +5,11 @@ The full list, for operators, is in deploy/README.md ("Metrics").
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -35,6 +36,7 @@ class Metrics:
     store_errors: Counter
     store_up: Gauge
     watch_streams: Gauge
+    request_timeouts: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -87,12 +89,28 @@ class Metrics:
             watch_streams=Gauge(
                 "basra_watch_streams", "Open WatchMatch streams", registry=registry
             ),
+            request_timeouts=Counter(
+                "basra_request_timeouts",
+                "Calls ended because their request message did not arrive in time",
+                registry=registry,
+            ),
         )
 
-    def serve_http(self, port: int) -> int:
-        """Expose the metrics on ``port`` (0: a free port); returns the port."""
-        server, _ = start_http_server(port, registry=self.registry)
-        return int(server.server_port)
+    def serve_http(self, port: int, host: str = "::") -> Any:
+        """Expose the metrics on ``host`` and ``port`` (0: a free port); returns the HTTP server
+        (``server_port``, ``shutdown()``). ``::`` is every address, IPv4 included; on a host
+        without IPv6 it falls back to 0.0.0.0, as gRPC does.
+
+        Raises:
+            OSError: the address cannot be bound (in use, or not this host's).
+        """
+        try:
+            server, _ = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            if host != "::" or exc.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+                raise
+            server, _ = start_http_server(port, addr="0.0.0.0", registry=self.registry)  # noqa: S104
+        return server
 
 
 class InstrumentedStore:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -20,7 +22,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from basra.service import logs
-from basra.service.config import Settings
+from basra.service.config import Settings, flag_name
+from basra.service.limits import RequestDeadline
 from basra.service.metrics import InstrumentedStore, Metrics
 from basra.service.servicer import Servicer, register
 from basra.service.store import Store, StoreUnavailableError
@@ -33,6 +36,43 @@ SERVICE_NAME: Final = basra_service_pb2.DESCRIPTOR.services_by_name["BasraServic
 LIVENESS: Final = "liveness"
 """Health service name for liveness probes: SERVING while the process runs, whatever the store
 (a store outage must not restart every replica). Readiness uses SERVICE_NAME (or "")."""
+
+
+class StartupError(Exception):
+    """The server cannot start as configured; the message is one line naming the setting."""
+
+
+def metrics_host(settings: Settings) -> str:
+    """The address the metrics server binds: ``metrics_host``, else the host of ``listen``
+    (so a server listening on localhost does not publish its metrics to the network)."""
+    if settings.metrics_host is not None:
+        return settings.metrics_host.strip("[]")
+    host = settings.listen.rpartition(":")[0].strip("[]")
+    return host or "::"
+
+
+def _check_free(listen: str) -> None:
+    """Raise OSError when ``listen``'s port is taken, before gRPC tries it (and logs a line of
+    its own that would bury the one clear error)."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "::"
+    if not port.isdigit() or int(port) == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise OSError(str(exc)) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise
+            # Another family or address gRPC may still manage (no IPv6 here): let it try.
 
 
 def open_store(settings: Settings) -> Store:
@@ -60,6 +100,7 @@ class BasraServer:
     health: Any  # grpc_health.v1.health.aio.HealthServicer (published untyped)
     metrics_port: int | None = None
     _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
+    _metrics_http: Any = field(default=None, repr=False)
 
     async def stop(self, drain_s: float | None) -> None:
         """Drain and stop within ``drain_s`` seconds, then close the store.
@@ -77,6 +118,9 @@ class BasraServer:
             await asyncio.sleep(drain_s / 4)
         await self.grpc_server.stop(drain_s * 3 / 4 if drain_s else drain_s)
         await self.store.close()
+        if self._metrics_http is not None:
+            await asyncio.to_thread(self._metrics_http.shutdown)
+            self._metrics_http.server_close()
 
     async def watch_store(self, interval_s: float) -> None:
         """Keep the health status in step with the store: NOT_SERVING while it is unreachable."""
@@ -105,7 +149,11 @@ class BasraServer:
 
 
 async def create_server(settings: Settings, store: Store | None = None) -> tuple[BasraServer, int]:
-    """Build and start a server on ``settings.listen``; returns it and the bound port."""
+    """Build and start a server on ``settings.listen``; returns it and the bound port.
+
+    Raises:
+        StartupError: the gRPC or the metrics port cannot be bound (the message names the flag).
+    """
     metrics = Metrics.create()
     instrumented = InstrumentedStore(store or open_store(settings), metrics)
     options = [
@@ -121,7 +169,16 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ]
-    server = grpc.aio.server(options=options)
+    server = grpc.aio.server(
+        options=options,
+        # Half-open requests (headers and part of a message, then nothing) each hold a call:
+        # bounded in number per process here and per connection by max_concurrent_streams,
+        # and in time by the request deadline (basra/service/limits.py).
+        interceptors=[
+            RequestDeadline(settings.request_timeout_s, metrics.request_timeouts.inc),
+        ],
+        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+    )
     register(server, Servicer(settings, instrumented, metrics))
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -134,13 +191,34 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         server,
     )
     await health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
-    port = server.add_insecure_port(settings.listen)
+    try:
+        _check_free(settings.listen)
+        port = server.add_insecure_port(settings.listen)
+    except (OSError, RuntimeError):
+        port = 0  # grpc raises where it used to return 0
     if port == 0:
-        raise OSError(f"cannot listen on {settings.listen}")
+        await instrumented.close()
+        raise StartupError(
+            f"cannot listen on {settings.listen} ({flag_name('listen')}): the port is in use "
+            "or the address is not this host's"
+        )
+    metrics_http = None
+    if settings.metrics_port is not None:
+        host = metrics_host(settings)
+        try:
+            metrics_http = metrics.serve_http(settings.metrics_port, host)
+        except OSError as exc:
+            await server.stop(None)
+            await instrumented.close()
+            raise StartupError(
+                f"cannot serve metrics on {host or '*'} port {settings.metrics_port} "
+                f"({flag_name('metrics_port')}, {flag_name('metrics_host')}): {exc.strerror or exc}"
+            ) from None
     await server.start()
     running = BasraServer(server, port, instrumented, metrics, health_servicer)
-    if settings.metrics_port is not None:
-        running.metrics_port = metrics.serve_http(settings.metrics_port)
+    if metrics_http is not None:
+        running.metrics_port = int(metrics_http.server_port)
+        running._metrics_http = metrics_http
     running._watchdog = asyncio.create_task(running.watch_store(settings.health_interval_s))
     return running, port
 
