@@ -202,6 +202,8 @@ class Servicer:
                 "this server draws its own seeds: omit seed",
             )
         fingerprint = auth.fingerprint(_rpc(request), _without_request_id(request))
+        # Idempotency is the caller's: its scope goes into the derived match id and the seal key.
+        request_id = auth.caller_scope(self._settings.api_key) + request_id if request_id else ""
         derived = auth.match_id_for(request_id) if request_id else None
         if derived is not None and await self._store.load(derived) is not None:
             # A retry of a creation already made: answer it, whatever the creation rate.
