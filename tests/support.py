@@ -96,8 +96,8 @@ class RedisProcess:
 class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = replace(settings, listen="127.0.0.1:0")
+    def __init__(self, settings: Settings, listen: str = "127.0.0.1:0") -> None:
+        self.settings = replace(settings, listen=listen)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()

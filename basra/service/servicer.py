@@ -58,7 +58,7 @@ from basra.service.errors import (
     store_unavailable,
 )
 from basra.service.metrics import Metrics
-from basra.service.ratelimit import TokenBucket
+from basra.service.ratelimit import CallerBuckets, TokenBucket, peer_host
 from basra.service.store import (
     Commit,
     EventEntry,
@@ -142,6 +142,9 @@ class Servicer:
         self._store = store
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
+        self._caller_creations = CallerBuckets(
+            settings.caller_create_rate, settings.caller_create_burst, settings.rate_limit_callers
+        )
         self._states = StateCache()
 
     async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
@@ -208,14 +211,7 @@ class Servicer:
         if derived is not None and await self._store.load(derived) is not None:
             # A retry of a creation already made: answer it, whatever the creation rate.
             return await self._repeat_creation(derived, request_id, fingerprint)
-        if (wait := self._creations.take()) > 0:
-            raise ServiceError(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                "RATE_LIMITED",
-                "too many matches created: retry later",
-                {"retry_after_s": wait},
-                retry_after_s=wait,
-            )
+        self._take_creation(caller)
         for _ in range(3):
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             assert 0 <= seed <= MAX_SEED
@@ -247,6 +243,22 @@ class Servicer:
             if request_id:
                 return await self._repeat_creation(match_id, request_id, fingerprint)
         raise internal()  # three random 128-bit ids taken: not a thing that happens
+
+    def _take_creation(self, caller: Caller) -> None:
+        """Spend one creation of the caller's bucket and one of the replica's.
+
+        Raises:
+            ServiceError: RESOURCE_EXHAUSTED / RATE_LIMITED, metadata ``scope`` ``caller`` (this
+                caller made too many) or ``replica`` (all callers together did).
+        """
+        key = self._settings.api_key
+        who = auth.caller_scope(key) if key is not None else "peer:" + peer_host(caller.peer)
+        mine = self._caller_creations.bucket(who)
+        if (wait := mine.take()) > 0:
+            raise _rate_limited(wait, "caller")
+        if (wait := self._creations.take()) > 0:
+            mine.give_back()
+            raise _rate_limited(wait, "replica")
 
     async def _repeat_creation(
         self, match_id: str, request_id: str, fingerprint: bytes
@@ -584,6 +596,16 @@ def _not_found(match_id: str) -> ServiceError:
 def _request_id_reused() -> ServiceError:
     return invalid_argument(
         "request_id", "was already used for a different request", reason="REQUEST_ID_REUSED"
+    )
+
+
+def _rate_limited(wait: float, scope: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "RATE_LIMITED",
+        f"too many matches created (per {scope}): retry later",
+        {"retry_after_s": wait, "scope": scope},
+        retry_after_s=wait,
     )
 
 

@@ -1,5 +1,6 @@
-"""A creating request_id recovers the seat tokens on a retry, so it must not be guessable or
-shared: a random UUID (AIP-155), scoped to the caller's API key."""
+"""Who may create matches and replay a creation: a creating request_id recovers the seat tokens
+on a retry, so it must not be guessable or shared (a random UUID, AIP-155, scoped to the
+caller's API key); and one caller's creations must not starve the others (per-caller limits)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import redis
 
 from basra.client.match import MatchClient, Rejection
+from basra.service.ratelimit import CallerBuckets, peer_host
 from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import rpc_error
 from tests.support import ServerThread
@@ -77,3 +79,64 @@ def test_the_same_request_id_under_another_api_key_is_another_match(
     )
     assert retried == created
     assert their_response != created
+
+
+def test_creations_are_limited_per_caller_as_well_as_per_replica() -> None:
+    """One caller's flood spends its own bucket, not everyone's: another address still creates.
+    The server listens on every address, so 127.0.0.1 and ::1 are two callers."""
+    from dataclasses import replace as with_
+
+    from tests.service.conftest import BASE
+
+    settings = with_(
+        BASE, caller_create_rate=0.001, caller_create_burst=3, create_rate=0.001, create_burst=5
+    )
+    server = ServerThread(settings, listen="[::]:0")
+    try:
+        flooder = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+        other = grpc.insecure_channel(f"[::1]:{server.port}")
+        for _ in range(3):
+            MatchClient.create(flooder, seed=1)
+        refused = Rejection.of(rpc_error(lambda: MatchClient.create(flooder, seed=1)))
+        assert (refused.code, refused.reason) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "RATE_LIMITED",
+        )
+        assert refused.metadata["scope"] == "caller"
+        assert refused.retry_after_s is not None
+        assert refused.retry_after_s > 0
+        # The other caller is not starved by the flood...
+        MatchClient.create(other, seed=1)
+        MatchClient.create(other, seed=1)
+        # ...until the replica's own limit (5 in all) is reached.
+        refused = Rejection.of(rpc_error(lambda: MatchClient.create(other, seed=1)))
+        assert refused.metadata["scope"] == "replica"
+        flooder.close()
+        other.close()
+    finally:
+        server.stop()
+
+
+def test_caller_buckets_keep_a_bounded_number_of_callers() -> None:
+    now = [0.0]
+    buckets = CallerBuckets(rate=1.0, burst=1, max_callers=3, clock=lambda: now[0])
+    assert buckets.bucket("a").take() == 0
+    for name in ("b", "c", "d"):
+        buckets.bucket(name)
+    assert len(buckets) == 3  # "a", the least recent, was forgotten
+    assert buckets.bucket("d").take() == 0
+    assert buckets.bucket("d").take() == 1.0  # empty: a second to wait
+
+
+@pytest.mark.parametrize(
+    ("peer", "host"),
+    [
+        ("ipv4:127.0.0.1:50000", "127.0.0.1"),
+        ("ipv6:[::1]:50000", "::1"),
+        ("ipv6:[2001:db8::7]:443", "2001:db8::7"),
+        ("10.1.2.3:8080", "10.1.2.3"),
+        ("unix:/tmp/socket", "unix:/tmp/socket"),
+    ],
+)
+def test_the_caller_of_a_peer_is_its_host_without_the_port(peer: str, host: str) -> None:
+    assert peer_host(peer) == host
