@@ -27,7 +27,7 @@ from basra.service.grpc_transport import register
 from basra.service.limits import RequestDeadline
 from basra.service.metrics import InstrumentedStore, Metrics
 from basra.service.servicer import Servicer
-from basra.service.store import Store, StoreUnavailableError
+from basra.service.store import Store, StoreFullError, StoreUnavailableError
 from basra.service.store.memory import MemoryStore
 from basra.service.store.redis import RedisStore
 from basra.v1 import basra_service_pb2
@@ -124,28 +124,34 @@ class BasraServer:
             self._metrics_http.server_close()
 
     async def watch_store(self, interval_s: float) -> None:
-        """Keep the health status in step with the store: NOT_SERVING while it is unreachable."""
-        serving: bool | None = None
+        """Keep the health status in step with the store: NOT_SERVING while it is unreachable
+        or refuses writes (out of memory: every Play and creation would fail STORE_FULL)."""
+        seen: str | None = None
+        messages = {
+            "ok": "store reachable",
+            "full": "store full (out of memory, refusing writes): NOT_SERVING",
+            "down": "store unreachable: NOT_SERVING",
+        }
         while True:
             try:
                 await self.store.ping()
-                ok = True
+                state = "ok"
+            except StoreFullError:
+                state = "full"
             except StoreUnavailableError:
-                ok = False
-            if ok != serving:
+                state = "down"
+            if state != seen:
                 status = (
                     health_pb2.HealthCheckResponse.SERVING
-                    if ok
+                    if state == "ok"
                     else health_pb2.HealthCheckResponse.NOT_SERVING
                 )
                 for name in ("", SERVICE_NAME):
                     await self.health.set(name, status)
-                self.metrics.store_up.set(1 if ok else 0)
-                log.log(
-                    logging.INFO if ok else logging.ERROR,
-                    "store reachable" if ok else "store unreachable: NOT_SERVING",
-                )
-                serving = ok
+                self.metrics.store_up.set(0 if state == "down" else 1)
+                self.metrics.store_full.set(1 if state == "full" else 0)
+                log.log(logging.INFO if state == "ok" else logging.ERROR, messages[state])
+                seen = state
             await asyncio.sleep(interval_s)
 
 

@@ -55,6 +55,7 @@ from basra.service.errors import (
     from_engine,
     internal,
     invalid_argument,
+    store_full,
     store_unavailable,
 )
 from basra.service.metrics import Metrics
@@ -65,6 +66,7 @@ from basra.service.store import (
     MatchRecord,
     NewMatch,
     Store,
+    StoreFullError,
     StoreUnavailableError,
 )
 from basra.service.store.base import EventPage
@@ -128,6 +130,10 @@ def _reject(error: BaseException) -> ServiceError:
     if isinstance(error, StoreUnavailableError):
         log.warning("store unavailable", extra={"cause": str(error)})
         return store_unavailable()
+    if isinstance(error, StoreFullError):
+        # No traceback: an expected operating condition, counted and alerted on (metrics.py).
+        log.warning("store full", extra={"cause": str(error)})
+        return store_full()
     if isinstance(error, BasraError):
         return from_engine(error)
     log.error("unexpected failure", exc_info=error)

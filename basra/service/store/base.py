@@ -16,6 +16,11 @@ class StoreUnavailableError(Exception):
     """The store could not be reached within the deadline; nothing is known to have changed."""
 
 
+class StoreFullError(Exception):
+    """The store refused a write for want of memory (Redis at ``maxmemory`` with the
+    ``noeviction`` policy); nothing was changed."""
+
+
 @dataclass(frozen=True, slots=True)
 class EventEntry:
     """What one version of a match did: stored once, streamed to every seat, replayable."""
@@ -102,7 +107,12 @@ class Store(Protocol):
         ...
 
     async def ping(self) -> None:
-        """Return when the store answers."""
+        """Return when the store answers and accepts writes.
+
+        Raises:
+            StoreUnavailableError: it does not answer.
+            StoreFullError: it answers but refuses writes (out of memory).
+        """
         ...
 
     async def close(self) -> None:

@@ -27,6 +27,7 @@ from basra.service.store.base import (
     EventPage,
     MatchRecord,
     NewMatch,
+    StoreFullError,
     StoreUnavailableError,
 )
 from basra.service.store.codec import decode_record, encode_record, version_prefix
@@ -128,6 +129,8 @@ class RedisStore:
                 # At most pool_size calls at once; the others queue here, within the deadline.
                 async with self._slots:
                     return await operation
+        except redis_errors.OutOfMemoryError as exc:
+            raise StoreFullError(str(exc)) from None
         except _UNAVAILABLE as exc:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -192,7 +195,8 @@ class RedisStore:
         return EventPage(tuple(_entry(e) for e in entries), _version(first[0][0]))
 
     async def ping(self) -> None:
-        await self._call(self._redis.ping())
+        # A write, not PING: a Redis out of memory still answers PING but refuses every write.
+        await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
 
     async def close(self) -> None:
         await self._redis.aclose()
