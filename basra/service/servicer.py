@@ -391,8 +391,14 @@ class Servicer:
             raise invalid_argument("after_version", "must be 0 or more")
         record, seat, state = await self._read(request.match_id, caller)
         if request.after_version > record.version:
-            raise invalid_argument(
-                "after_version", f"is beyond the match's current version {record.version}"
+            # Not INVALID_ARGUMENT: the client saw those versions, then the store went back to an
+            # older snapshot. OUT_OF_RANGE tells it to reload and resume (proto/README.md).
+            raise ServiceError(
+                grpc.StatusCode.OUT_OF_RANGE,
+                "VERSION_AHEAD",
+                f"after_version is beyond the match's current version {record.version}: call "
+                "GetMatch and resume from its version",
+                {"after_version": request.after_version, "current_version": record.version},
             )
         # A stream waiting on an idle match writes nothing, so its transport would never notice
         # the client leave: every wait races the end of the call instead.

@@ -292,7 +292,7 @@ def errors_malformed(rec: Recorder) -> None:
         ("GetMatch", {"matchId": "short"}, "INVALID_ARGUMENT", "malformed match id"),
         ("Score", {"matchId": "bad id with spaces!!"}, "INVALID_ARGUMENT", ""),
         ("WatchMatch", {"matchId": mid, "afterVersion": "-1"}, "INVALID_ARGUMENT", ""),
-        ("WatchMatch", {"matchId": mid, "afterVersion": "999"}, "INVALID_ARGUMENT", "future"),
+        ("WatchMatch", {"matchId": mid, "afterVersion": "999"}, "VERSION_AHEAD", "future"),
         ("Play", {"matchId": mid}, "INVALID_CARD", "no card"),
         ("Play", {"matchId": mid, "card": {"rank": "RANK_TEN"}}, "INVALID_CARD", "no suit"),
         ("Play", {"matchId": mid, "card": {"rank": 99, "suit": "SUIT_CLUBS"}}, "INVALID_CARD", ""),

@@ -275,13 +275,6 @@ def malformed_requests(client: MatchClient) -> Iterator[tuple[str, Callable[[], 
         ),
         "after_version",
     )
-    yield (
-        "watch future",
-        lambda: list(
-            stub.WatchMatch(pb.WatchMatchRequest(match_id=mid, after_version=999), metadata=md)
-        ),
-        "after_version",
-    )
 
 
 def test_malformed_input_is_invalid_argument_naming_the_field(
