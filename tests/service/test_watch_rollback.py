@@ -54,4 +54,4 @@ def test_resuming_beyond_a_rolled_back_match_is_version_ahead_and_recoverable(
     play_match(client, random.Random(4), stop=lambda v: v.version > current)
     event = next(iter(stream))
     assert event.event.version == current + 1
-    stream.cancel()  # type: ignore[attr-defined]  # grpc-stubs leaves the call untyped
+    stream.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
