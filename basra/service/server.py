@@ -79,7 +79,9 @@ def _check_free(listen: str) -> None:
 def open_store(settings: Settings) -> Store:
     """The Redis store when a URL is configured, else the embedded one."""
     if settings.redis_url is None:
-        return MemoryStore(settings.match_ttl_s, settings.events_maxlen)
+        return MemoryStore(
+            settings.match_ttl_s, settings.events_maxlen, finished_ttl_s=settings.finished_ttl_s
+        )
     return RedisStore(
         settings.redis_url,
         cluster=settings.redis_cluster,
@@ -87,6 +89,7 @@ def open_store(settings: Settings) -> Store:
         ttl_s=settings.match_ttl_s,
         events_maxlen=settings.events_maxlen,
         timeout_s=settings.store_timeout_s,
+        finished_ttl_s=settings.finished_ttl_s,
     )
 
 

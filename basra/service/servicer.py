@@ -497,6 +497,7 @@ class Servicer:
                     record, version=version, state=after_bytes, requests=tuple(requests)
                 ),
                 entry=entry,
+                finished=after.winner is not None,
             )
             if await self._store.commit(match_id, commit):
                 self._states.put(after_bytes, after)

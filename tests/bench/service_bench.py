@@ -117,6 +117,10 @@ def serve_command(listen: str, redis_url: str, extra: Sequence[str] = ()) -> lis
         "100000",
         "--create-burst",
         "100000",
+        "--caller-create-rate",
+        "100000",
+        "--caller-create-burst",
+        "100000",
         *extra,
     ]
 

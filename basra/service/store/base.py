@@ -69,6 +69,9 @@ class Commit:
     expected_version: int
     record: MatchRecord
     entry: EventEntry
+    finished: bool = False
+    """The change ends the match: both keys then expire after the store's finished TTL (short)
+    instead of its idle TTL, set by the same atomic write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +100,8 @@ class Store(Protocol):
 
         False when another change won the race (or the match expired): reload and decide again.
         The event entry, the state and the request record are written together or not at all,
-        and the match's idle expiry restarts.
+        and the match's expiry restarts: the idle TTL, or the finished TTL when
+        ``commit.finished``.
         """
         ...
 

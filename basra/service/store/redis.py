@@ -75,8 +75,11 @@ class RedisStore:
         events_maxlen: int,
         timeout_s: float,
         pool_size: int = 64,
+        finished_ttl_s: float | None = None,
     ) -> None:
         self._ttl_ms = int(ttl_s * 1000)
+        # A finished match is kept this long after its last play (None: like an idle one).
+        self._finished_ttl_ms = int((finished_ttl_s or ttl_s) * 1000)
         self._maxlen = events_maxlen
         self._timeout_s = timeout_s
         # The deadline of each call is the asyncio.timeout in _call, covering the wait for a
@@ -163,7 +166,7 @@ class RedisStore:
             self._commit(
                 keys=[keys.match_key(match_id), keys.events_key(match_id)],
                 args=[
-                    self._ttl_ms,
+                    self._finished_ttl_ms if commit.finished else self._ttl_ms,
                     self._maxlen,
                     version_prefix(commit.expected_version),
                     commit.record.version,

@@ -1,10 +1,12 @@
-"""Redis restored from an older snapshot: a client resuming WatchMatch after a version the match
-no longer has is told OUT_OF_RANGE/VERSION_AHEAD (a status to recover from, not a client bug),
-and recovers by GetMatch and resuming from the view's version."""
+"""What becomes of a match's keys in Redis: restored from an older snapshot, a client resuming
+WatchMatch after a version the match no longer has is told OUT_OF_RANGE/VERSION_AHEAD (a status
+to recover from, not a client bug) and recovers by GetMatch; finished, both keys expire after the
+short finished TTL instead of the idle one."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import grpc
 import redis
@@ -12,6 +14,7 @@ import redis
 from basra.client.match import Rejection
 from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import game_pb2
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
 from tests.support import ServerThread
@@ -55,3 +58,19 @@ def test_resuming_beyond_a_rolled_back_match_is_version_ahead_and_recoverable(
     event = next(iter(stream))
     assert event.event.version == current + 1
     stream.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
+
+
+def test_a_finished_match_expires_after_the_finished_ttl_not_the_idle_one(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    server = start_server(redis_url=redis_url, finished_ttl_s=120)
+    store = redis.Redis.from_url(redis_url)
+    client = new_match(server, seed=8)
+    match_keys = (keys.match_key(client.match_id), keys.events_key(client.match_id))
+    play_match(client, random.Random(5), stop=lambda v: v.version >= 3)
+    for key in match_keys:
+        assert store.pttl(key) > 6 * 24 * 3600 * 1000  # the idle TTL (7 days) while it runs
+    play_match(client, random.Random(5))  # to MatchEnded
+    assert client.view(0).status == game_pb2.MATCH_STATUS_MATCH_OVER
+    for key in match_keys:
+        assert 0 < store.pttl(key) <= 120_000
