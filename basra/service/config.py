@@ -206,12 +206,12 @@ class Settings:
         100, "BASRA_CREATE_BURST", "matches that may be created at once per replica"
     )
     caller_create_rate: float = setting(
-        5.0,
+        10.0,
         "BASRA_CALLER_CREATE_RATE",
         "matches created per second by one caller (its API key, else its address), per replica",
     )
     caller_create_burst: int = setting(
-        20, "BASRA_CALLER_CREATE_BURST", "matches one caller may create at once, per replica"
+        50, "BASRA_CALLER_CREATE_BURST", "matches one caller may create at once, per replica"
     )
     rate_limit_callers: int = setting(
         10000,
