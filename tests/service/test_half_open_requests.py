@@ -9,16 +9,20 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from basra.client.match import Rejection
+from basra.v1 import basra_service_pb2 as pb
 from tests.halfopen import Attack, half_open, rss_bytes
-from tests.support import free_port
+from tests.service.conftest import rpc_error
+from tests.support import ServerThread, free_port
 
 CONNECTIONS, STREAMS, WAVES = 20, 100, 5
 # Held without bound, 10,000 half-open calls take about 230 MB (23 KB each, measured).
@@ -103,3 +107,42 @@ def test_half_open_requests_are_ended_and_memory_stays_bounded(
     assert growth < MAX_GROWTH, f"RSS grew {growth >> 20} MiB: {[p >> 20 for p in peaks]}"
     assert process.poll() is None
     assert_serving(port)
+
+
+def test_a_request_that_does_not_arrive_in_time_is_request_timeout(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """A client that opens GetMatch and holds its message back is cut at the request deadline
+    with DEADLINE_EXCEEDED/REQUEST_TIMEOUT (a client-streaming call lets a gRPC client hold it)."""
+    server = start_server(request_timeout_s=0.5)
+    release = threading.Event()
+
+    def held_back() -> Iterator[pb.GetMatchRequest]:
+        release.wait(60)  # until the server has answered: never within the deadline
+        yield pb.GetMatchRequest(match_id="m" * 22)
+
+    call = server.channel.stream_unary(
+        "/basra.v1.BasraService/GetMatch",
+        request_serializer=pb.GetMatchRequest.SerializeToString,
+        response_deserializer=pb.GetMatchResponse.FromString,
+    )
+    try:
+        rejection = Rejection.of(rpc_error(lambda: call(held_back(), timeout=30)))
+    finally:
+        release.set()
+    assert (rejection.code, rejection.reason) == (
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        "REQUEST_TIMEOUT",
+    )
+    assert rejection.metadata == {"timeout_s": "0.5"}
+    assert server.server.metrics.request_timeouts._value.get() == 1
+
+
+def test_handlers_that_write_their_stream_still_serve(server: ServerThread) -> None:
+    """The standard health service's Watch writes with context.write: wrapped by the request
+    deadline, it still streams."""
+    stream = health_pb2_grpc.HealthStub(server.channel).Watch(
+        health_pb2.HealthCheckRequest(service="liveness")
+    )
+    assert next(iter(stream)).status == health_pb2.HealthCheckResponse.SERVING
+    stream.cancel()
