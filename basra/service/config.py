@@ -311,9 +311,13 @@ def _parse(f: Field[Any], raw: str) -> object:
     return _parser_of(f)(text)
 
 
+_NOT_GIVEN: Final = object()
+"""The argparse default of every flag: ``from_args`` tells a flag given (even one whose value
+is None, like ``--metrics-port off``) from one left to the environment."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one flag per setting. Their defaults are None, so ``from_args`` can tell a flag from
-    the environment; --help shows the real default and the variable."""
+    """Add one flag per setting; --help shows the real default and the variable."""
     for f in _fields():
         hint = f"{f.metadata['help']} (default: {shown(f.default)}; ${f.metadata['env']})"
         if isinstance(f.default, bool):
@@ -321,7 +325,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 flag_name(f.name),
                 dest=f.name,
                 action=argparse.BooleanOptionalAction,
-                default=None,
+                default=_NOT_GIVEN,
                 help=hint,
             )
             continue
@@ -338,7 +342,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             flag_name(f.name),
             dest=f.name,
-            default=None,
+            default=_NOT_GIVEN,
             type=convert,
             metavar=metavar if f.metadata["parse"] is not _store else "{embedded,redis}",
             help=hint,
@@ -355,9 +359,9 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for f in _fields():
-        value = getattr(args, f.name, None)
+        value = getattr(args, f.name, _NOT_GIVEN)
         sources[f.name] = flag_name(f.name)
-        given = value is not None
+        given = value is not _NOT_GIVEN
         if not given and f.metadata["env"] in environ:
             given = True
             variable = f.metadata["env"]

@@ -45,6 +45,10 @@ def test_defaults_environment_then_flags() -> None:
     assert (settings.api_key, settings.create_rate, settings.redis_cluster) == ("k", 2.5, True)
     overridden = parse(["--match-ttl-seconds", "30", "--no-allow-seeds", "--listen", ":1"], env)
     assert (overridden.match_ttl_s, overridden.allow_seeds, overridden.listen) == (30, False, ":1")
+    # A flag whose value is "none" still wins over the environment.
+    assert (
+        parse(["--metrics-port", "off"], {**env, "BASRA_METRICS_PORT": "9100"}).metrics_port is None
+    )
 
 
 def test_secrets_are_kept_out_of_the_settings_repr() -> None:
