@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, Final
@@ -26,6 +27,12 @@ REDIS_SCHEMES: Final = (
     "unix://",
 )
 STORES: Final = ("embedded", "redis")
+# An origin as browsers send it: scheme, host, optional port; no path, no trailing slash.
+_ORIGIN: Final = re.compile(
+    r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
+)
+_REFUSED: Final = object()
+"""A setting's meaning of an empty value when it has none: the value is refused (fail closed)."""
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
@@ -36,12 +43,26 @@ def setting(
     *,
     secret: bool = False,
     parse: Callable[[str], object] | None = None,
+    empty: object = _REFUSED,
+    aliases: tuple[str, ...] = (),
 ) -> Any:
-    """Declare a setting: its default, environment variable and help (the flag is derived)."""
+    """Declare a setting: its default, environment variable and help (the flag is derived).
+
+    ``empty`` is what an empty value means for the few settings where "none" is a value (no
+    CORS origins); for every other setting an empty value is refused. ``aliases`` are other
+    spellings of the flag.
+    """
     return field(
         default=default,
         repr=not secret,
-        metadata={"env": env, "help": help, "parse": parse, "secret": secret},
+        metadata={
+            "env": env,
+            "help": help,
+            "parse": parse,
+            "secret": secret,
+            "empty": empty,
+            "aliases": aliases,
+        },
     )
 
 
@@ -71,6 +92,18 @@ def _redis_url(text: str) -> str:
             f"must start with {', '.join(REDIS_SCHEMES)} (not shown: it may hold a password)"
         )
     return text
+
+
+def _listen_or_off(text: str) -> str | None:
+    return None if text.lower() == "off" else text
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    origins = tuple(origin.strip() for origin in text.split(",") if origin.strip())
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ValueError(f"origin {origin!r} must be scheme://host[:port] or *")
+    return origins
 
 
 def _whole(text: str) -> int:
@@ -223,6 +256,30 @@ class Settings:
         "BASRA_WATCH_POLL_SECONDS",
         "longest single store wait of WatchMatch, seconds",
     )
+    http_listen: str | None = setting(
+        "[::]:8080",
+        "BASRA_HTTP_LISTEN",
+        "HTTP listen address (HTTP/1.1 and HTTP/2): Connect, gRPC-Web and gRPC, /healthz and "
+        "the web table (port 0 picks a free port; 'off' disables)",
+        parse=_listen_or_off,
+    )
+    cors_origins: tuple[str, ...] = setting(
+        (),
+        "BASRA_CORS_ORIGINS",
+        "comma-separated browser origins (scheme://host[:port], or * for any) allowed to call "
+        "the HTTP port from another origin; empty: none (the web table served on the port "
+        "itself needs none)",
+        parse=_origins,
+        empty=(),
+        aliases=("--cors-origin",),
+    )
+    web_root: str | None = setting(
+        None,
+        "BASRA_WEB_ROOT",
+        "directory served at / on the HTTP port; unset or empty: the repository's web/dist "
+        "when present",
+        empty=None,
+    )
 
     def __post_init__(self) -> None:
         if self.redis_url is not None:
@@ -234,6 +291,10 @@ class Settings:
             raise SettingError("store", "redis needs a Redis URL (--redis-url or $REDIS_URL)")
         if self.store == "embedded" and self.redis_url is not None:
             raise SettingError("store", "embedded conflicts with the Redis URL also given")
+        try:
+            _origins(",".join(self.cors_origins))
+        except ValueError as exc:
+            raise SettingError("cors_origins", str(exc)) from None
         for name, check in (("store", _store), ("log_level", _log_level)):
             try:
                 if getattr(self, name) is not None:
@@ -283,6 +344,8 @@ def shown(value: object) -> str:
     """A default as --help and the operator guide write it."""
     if value is None:
         return "unset"
+    if value == ():
+        return "empty"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float) and value.is_integer():
@@ -304,9 +367,12 @@ def _parser_of(f: Field[Any]) -> Callable[[str], object]:
 
 
 def _parse(f: Field[Any], raw: str) -> object:
-    """A flag's or variable's text as the setting's value; an empty value is refused."""
+    """A flag's or variable's text as the setting's value; an empty value is refused unless
+    the setting gives it a meaning."""
     text = raw.strip()
     if not text:
+        if f.metadata["empty"] is not _REFUSED:
+            return f.metadata["empty"]
         raise ValueError("is set but empty: give a value, or unset it for the default")
     return _parser_of(f)(text)
 
@@ -341,6 +407,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             metavar += "_SECONDS"
         parser.add_argument(
             flag_name(f.name),
+            *f.metadata["aliases"],
             dest=f.name,
             default=_NOT_GIVEN,
             type=convert,

@@ -24,6 +24,7 @@ from grpc_reflection.v1alpha import reflection
 from basra.service import logs
 from basra.service.config import Settings, flag_name
 from basra.service.grpc_transport import register
+from basra.service.http import HttpServer, Readiness, build_app, start_http
 from basra.service.limits import RequestDeadline
 from basra.service.metrics import InstrumentedStore, Metrics
 from basra.service.servicer import Servicer
@@ -103,6 +104,9 @@ class BasraServer:
     metrics: Metrics
     health: Any  # grpc_health.v1.health.aio.HealthServicer (published untyped)
     metrics_port: int | None = None
+    http: HttpServer | None = None
+    """The HTTP port (Connect, gRPC-Web, gRPC, /healthz, web table), unless disabled."""
+    readiness: Readiness = field(default_factory=Readiness)
     _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
     _metrics_http: Any = field(default=None, repr=False)
 
@@ -118,9 +122,14 @@ class BasraServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watchdog
         await self.health.enter_graceful_shutdown()
+        self.readiness.serving = False
         if drain_s:
             await asyncio.sleep(drain_s / 4)
-        await self.grpc_server.stop(drain_s * 3 / 4 if drain_s else drain_s)
+        grace = drain_s * 3 / 4 if drain_s else drain_s
+        stopping = [self.grpc_server.stop(grace)]
+        if self.http is not None:
+            stopping.append(self.http.stop(grace))
+        await asyncio.gather(*stopping)
         await self.store.close()
         if self._metrics_http is not None:
             await asyncio.to_thread(self._metrics_http.shutdown)
@@ -128,7 +137,9 @@ class BasraServer:
 
     async def watch_store(self, interval_s: float) -> None:
         """Keep the health status in step with the store: NOT_SERVING while it is unreachable
-        or refuses writes (out of memory: every Play and creation would fail STORE_FULL)."""
+        or refuses writes (out of memory: every Play and creation would fail STORE_FULL). If the
+        HTTP server has stopped by itself, the process is not live any more: liveness turns
+        NOT_SERVING too, so that the kubelet restarts it."""
         seen: str | None = None
         messages = {
             "ok": "store reachable",
@@ -136,6 +147,13 @@ class BasraServer:
             "down": "store unreachable: NOT_SERVING",
         }
         while True:
+            if self.http is not None and self.http.failed:
+                log.error("the HTTP server stopped: liveness NOT_SERVING")
+                await self.health.set(LIVENESS, health_pb2.HealthCheckResponse.NOT_SERVING)
+                for name in ("", SERVICE_NAME):
+                    await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+                self.readiness.serving = False
+                return
             try:
                 await self.store.ping()
                 state = "ok"
@@ -151,6 +169,7 @@ class BasraServer:
                 )
                 for name in ("", SERVICE_NAME):
                     await self.health.set(name, status)
+                self.readiness.serving = state == "ok"
                 self.metrics.store_up.set(0 if state == "down" else 1)
                 self.metrics.store_full.set(1 if state == "full" else 0)
                 log.log(logging.INFO if state == "ok" else logging.ERROR, messages[state])
@@ -162,7 +181,8 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     """Build and start a server on ``settings.listen``; returns it and the bound port.
 
     Raises:
-        StartupError: the gRPC or the metrics port cannot be bound (the message names the flag).
+        StartupError: the gRPC, metrics or HTTP port cannot be bound (the message names the
+            flag).
     """
     metrics = Metrics.create()
     instrumented = InstrumentedStore(store or open_store(settings), metrics)
@@ -189,7 +209,8 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
     )
-    register(server, Servicer(settings, instrumented, metrics))
+    core = Servicer(settings, instrumented, metrics)
+    register(server, core)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -229,6 +250,18 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     if metrics_http is not None:
         running.metrics_port = int(metrics_http.server_port)
         running._metrics_http = metrics_http
+    if settings.http_listen is not None:
+        try:
+            running.http = await start_http(build_app(core, settings, running.readiness), settings)
+        except BaseException as exc:
+            await running.stop(0)
+            if isinstance(exc, OSError):
+                cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+                raise StartupError(
+                    f"cannot listen on {settings.http_listen} ({flag_name('http_listen')}): "
+                    f"{cause.strerror or cause}"
+                ) from None
+            raise
     running._watchdog = asyncio.create_task(running.watch_store(settings.health_interval_s))
     return running, port
 
@@ -242,6 +275,7 @@ async def run(settings: Settings) -> None:
             "port": port,
             "store": "redis" if settings.redis_url else "embedded",
             "metrics_port": server.metrics_port,
+            "http_port": server.http.port if server.http else None,
         },
     )
     stopping = asyncio.Event()

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -152,6 +153,11 @@ class Servicer:
             settings.caller_create_rate, settings.caller_create_burst, settings.rate_limit_callers
         )
         self._states = StateCache()
+        # Both transports serve every RPC of the descriptor: one without a method here would
+        # fail only when called.
+        missing = [m.name for m in SERVICE.methods if not callable(getattr(self, m.name, None))]
+        if missing:
+            raise TypeError(f"RPCs of the contract without an implementation: {missing}")
 
     async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
         """Run the unary RPC ``method``: its response, or ServiceError (the only exception)."""
@@ -613,6 +619,7 @@ def _request_id_reused() -> ServiceError:
 
 
 def _rate_limited(wait: float, scope: str) -> ServiceError:
+    wait = math.ceil(wait * 1000) / 1000  # whole milliseconds, no float noise
     return ServiceError(
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         "RATE_LIMITED",
