@@ -3,6 +3,7 @@ and one per caller for match creation."""
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -79,5 +80,16 @@ def peer_host(peer: str) -> str:
             peer = peer[len(scheme) :]
     if peer.startswith("["):
         return peer[1:].partition("]")[0]
+    if _is_ip(peer):
+        return peer
     host, colon, port = peer.rpartition(":")
-    return host if colon and port.isdigit() and ":" not in host else peer
+    # "1.2.3.4:5", or an IPv6 address with its port and no brackets ("::1:5", ASGI's form).
+    return host if colon and port.isdigit() and (":" not in host or _is_ip(host)) else peer
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True

@@ -135,6 +135,10 @@ def test_caller_buckets_keep_a_bounded_number_of_callers() -> None:
         ("ipv6:[::1]:50000", "::1"),
         ("ipv6:[2001:db8::7]:443", "2001:db8::7"),
         ("10.1.2.3:8080", "10.1.2.3"),
+        ("10.1.2.3", "10.1.2.3"),
+        ("2001:db8::7", "2001:db8::7"),
+        ("::1:54321", "::1"),  # ASGI's host:port, IPv6 without brackets
+        ("2001:db8::7:8080", "2001:db8::7:8080"),  # itself an address: taken whole
         ("unix:/tmp/socket", "unix:/tmp/socket"),
     ],
 )
