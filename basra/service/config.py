@@ -102,7 +102,7 @@ def _origins(text: str) -> tuple[str, ...]:
     origins = tuple(origin.strip() for origin in text.split(",") if origin.strip())
     for origin in origins:
         if origin != "*" and not _ORIGIN.fullmatch(origin):
-            raise ValueError(f"origin {origin!r} must be scheme://host[:port] or *")
+            raise ValueError(f"holds CORS origin {origin!r}: must be scheme://host[:port] or *")
     return origins
 
 
