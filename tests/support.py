@@ -96,8 +96,9 @@ class RedisProcess:
 class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = replace(settings, listen="127.0.0.1:0")
+    def __init__(self, settings: Settings, port: int = 0) -> None:
+        """Start it on ``port`` (0: a free one; a fixed one restarts a stopped server there)."""
+        self.settings = replace(settings, listen=f"127.0.0.1:{port}")
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()

@@ -31,8 +31,18 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-        + ["--wheel-dir", str(out), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "--wheel-dir",
+            str(out),
+            str(source),
+        ],
         check=True,
         capture_output=True,
         timeout=600,
