@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
