@@ -1,5 +1,6 @@
-# The two quick-start commands are `make run` and `make test`; both work on a fresh clone with
-# nothing but Python >= 3.11 and make: they build .venv, install, generate, then serve / test.
+# The two quick-start commands are `make run` and `make test`: they build .venv, install, generate,
+# then serve / test. `make run` needs Python >= 3.11 and make; `make test` also needs Node.js 20+
+# and npm, and installs redis-server and kubectl with apt-get when they are missing.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
