@@ -22,7 +22,7 @@ NODE := tests/contract/node
 NODE_MODULES := $(NODE)/node_modules/.package-lock.json
 TS_STUBS := $(NODE)/gen/.generated
 
-.PHONY: help run test lint typecheck unit bench golden redis-server kubectl contract-release clean
+.PHONY: help setup run test lint typecheck unit bench golden redis-server kubectl contract-release clean
 
 # Every target with a `## ` comment is listed by `make help`.
 help: ## list the targets
@@ -54,6 +54,8 @@ $(RUNTIME): $(GEN) pyproject.toml constraints.txt
 $(STAMP): $(RUNTIME)
 	$(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
+
+setup: $(STAMP) ## set up .venv (package, stubs, test and lint tools) and stop
 
 run: $(RUNTIME) ## set up and serve on localhost:50051 (embedded store)
 	$(BIN)/basra-engine serve --listen localhost:50051
