@@ -375,3 +375,57 @@ def test_a_finished_match_watched_from_its_last_version_ends_at_once(server: Ser
         play_to_end(match)
         last = match.view().version
         assert list(match.watch(0, after_version=last)) == []
+
+
+class AsyncLoseFirstAnswer(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+    """LoseFirstAnswer for asyncio channels."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.attempts: list[Any] = []
+
+    async def intercept_unary_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        call = await continuation(client_call_details, request)
+        method = client_call_details.method
+        if (method.decode() if isinstance(method, bytes) else method).endswith("/" + self.method):
+            self.attempts.append(request)
+            await call  # the server answered: the change is made
+            if len(self.attempts) == 1:
+                raise grpc.aio.AioRpcError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.aio.Metadata(),
+                    grpc.aio.Metadata(),
+                    "connection reset (simulated)",
+                    "simulated",
+                )
+        return call
+
+
+def test_the_asyncio_client_retries_with_the_request_id_and_raises_typed_rejections(
+    server: ServerThread,
+) -> None:
+    lose = AsyncLoseFirstAnswer("Play")
+
+    async def main() -> None:
+        channel = grpc.aio.insecure_channel(server.target, interceptors=[lose])  # type: ignore[list-item]
+        async with channel, AsyncClient(channel=channel) as client:
+            match = await client.create_match(seed=3)
+            before = await match.view()
+            seat = match.seat(before.turn)
+            card, plan_id = greedy_choice(await seat.plans())
+            response = await seat.play(card, plan_id, expected_version=before.version)
+            after = await seat.view()
+            assert after.version == response.view.version
+            assert len(after.hand) == len(before.hand) - 1
+            idle = match.seat(before.turn)  # it played: now it is the other seat's turn
+            with pytest.raises(RuleViolationError) as caught:
+                await idle.play(after.hand[0])
+            assert caught.value.reason == "NOT_YOUR_TURN"
+            assert caught.value.metadata["turn"] == str(after.turn)
+
+    asyncio.run(main())
+    assert len(lose.attempts) == 3  # the lost play, its retry, the rejected play (not retried)
+    assert lose.attempts[0] == lose.attempts[1]
+    assert lose.attempts[1].request_id != lose.attempts[2].request_id
