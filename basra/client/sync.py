@@ -299,6 +299,7 @@ class Watch(Iterator[game_pb2.MatchEvent]):
                     resumption.after_version >= view.version
                 ):
                     return
+                delays = client.retry.delays()  # the server answered: count failures in a row
             delay = next(delays, None)
             if delay is None:
                 raise error or UnavailableError(

@@ -429,3 +429,45 @@ def test_the_asyncio_client_retries_with_the_request_id_and_raises_typed_rejecti
     assert len(lose.attempts) == 3  # the lost play, its retry, the rejected play (not retried)
     assert lose.attempts[0] == lose.attempts[1]
     assert lose.attempts[1].request_id != lose.attempts[2].request_id
+
+
+class EndedStream:
+    """A WatchMatch call the server ends cleanly before sending anything (a drain, a connection
+    aged out)."""
+
+    def __init__(self, call: Any) -> None:
+        call.cancel()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def cancel(self) -> bool:
+        return True
+
+
+class EndWatches(grpc.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
+    def __init__(self, ends: int) -> None:
+        self.ends = ends
+
+    def intercept_unary_stream(
+        self, continuation: Callable[..., Any], details: Any, request: Any
+    ) -> Any:
+        call = continuation(details, request)
+        if self.ends:
+            self.ends -= 1
+            return EndedStream(call)
+        return call
+
+
+def test_streams_the_server_ends_cleanly_do_not_use_up_the_retry_budget(
+    server: ServerThread,
+) -> None:
+    with Client(server.target) as player:
+        match = player.create_match(seed=6)
+        made = [*match.created.events, *play_to_end(match)] if match.created else []
+    ender = EndWatches(ends=8)
+    channel = grpc.intercept_channel(server.channel, ender)
+    with Client(channel=channel, retry=RetryPolicy(attempts=3, first_delay=0.01)) as watcher:
+        seen = list(watcher.match(match.id, match.tokens).watch(0))
+    assert ender.ends == 0
+    assert shape(seen) == shape(made)
