@@ -82,6 +82,13 @@ class AsyncClient:
         """A match created earlier, with the tokens of the seats this program plays."""
         return AsyncMatch(self, match_id, tokens)
 
+    async def join(self, match_id: str, token: str) -> AsyncSeat:
+        """The seat a token was handed out for (see ``Client.join``)."""
+        view: pb.GetMatchResponse = await self.call(
+            self.stub.GetMatch, pb.GetMatchRequest(match_id=match_id), _core.bearer(token)
+        )
+        return AsyncMatch(self, match_id, {view.view.seat: token}).seat(view.view.seat)
+
     async def call(
         self, rpc: Callable[..., Awaitable[R]], request: object, metadata: Metadata
     ) -> R:

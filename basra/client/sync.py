@@ -87,6 +87,13 @@ class Client:
         """A match created earlier, with the tokens of the seats this program plays."""
         return Match(self, match_id, tokens)
 
+    def join(self, match_id: str, token: str) -> Seat:
+        """The seat a token was handed out for (its view tells the seat: one GetMatch)."""
+        view: pb.GetMatchResponse = self.call(
+            self.stub.GetMatch, pb.GetMatchRequest(match_id=match_id), _core.bearer(token)
+        )
+        return Match(self, match_id, {view.view.seat: token}).seat(view.view.seat)
+
     def call(self, rpc: Callable[..., R], request: object, metadata: Metadata) -> R:
         """One logical call: the same request (and request id) for every attempt, retried on
         UNAVAILABLE and DEADLINE_EXCEEDED with bounded backoff; a rejection raises at once.

@@ -72,6 +72,8 @@ def test_a_whole_match_through_the_sync_client(any_server: ServerThread) -> None
         assert board.HasField("winner")
         assert board.totals[board.winner] >= board.target
         assert match.seat(1).view().status == OVER
+        joined = client.join(match.id, match.tokens[1])  # a player with one token
+        assert (joined.seat, joined.view().seat) == (1, 1)
 
 
 def test_a_whole_match_through_the_asyncio_client(server: ServerThread) -> None:
@@ -90,6 +92,8 @@ def test_a_whole_match_through_the_asyncio_client(server: ServerThread) -> None:
                     await seat.play(card, plan_id, expected_version=view.version)
                 view = await match.view()
             events = await asyncio.wait_for(watched, 30)
+            joined = await client.join(match.id, match.tokens[1])
+            assert joined.seat == 1
             assert events[-1].HasField("match_ended")
             assert [e.version for e in events] == sorted(e.version for e in events)
             assert events[-1].version == view.version
