@@ -23,6 +23,7 @@ from basra.client import (
     InvalidRequestError,
     Match,
     MatchNotFoundError,
+    RateLimitedError,
     RetryPolicy,
     RuleViolationError,
     UnavailableError,
@@ -475,3 +476,29 @@ def test_streams_the_server_ends_cleanly_do_not_use_up_the_retry_budget(
         seen = list(watcher.match(match.id, match.tokens).watch(0))
     assert ender.ends == 0
     assert shape(seen) == shape(made)
+
+
+def test_a_rate_limit_is_typed_with_its_retry_delay_and_not_retried(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    server = start_server(create_rate=0.5, create_burst=1)
+
+    class Count(grpc.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+        deals = 0
+
+        def intercept_unary_unary(
+            self, continuation: Callable[..., Any], details: Any, request: Any
+        ) -> Any:
+            Count.deals += details.method.endswith("/Deal")
+            return continuation(details, request)
+
+    with Client(channel=grpc.intercept_channel(server.channel, Count())) as client:
+        client.create_match()
+        with pytest.raises(RateLimitedError) as caught:
+            client.create_match()
+    error = caught.value
+    assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")
+    assert error.retry_after is not None
+    assert 0 < error.retry_after <= 2
+    assert error.metadata["retry_after_s"]
+    assert Count.deals == 2  # the rejected creation was sent once
