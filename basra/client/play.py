@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from basra.client import Client, Match, RetryPolicy, greedy_choice
-from basra.client.errors import BasraError
+from basra.client.errors import BasraError, UnavailableError
 from basra.client.render import Renderer, explain, plural
 from basra.engine import Card, InvalidCardError
 from basra.v1 import game_pb2
@@ -146,6 +146,7 @@ class Table:
     render: Renderer
     humans: Sequence[int]
     hot_seat: bool
+    target: str
     pending: list[str] = field(default_factory=list)
 
     def report(self, events: Sequence[game_pb2.MatchEvent], viewer: int | None) -> None:
@@ -177,9 +178,9 @@ class Table:
 
     def show(self, view: game_pb2.MatchView, options: Sequence[game_pb2.CardPlans]) -> None:
         seat = view.seat
-        marks = {o.card.SerializeToString(): o for o in options}
+        marks = {o.card.SerializeToString(): capture_mark(o) for o in options}
         hand = "  ".join(
-            f"{i}) {self.render.card(c)} {capture_mark(marks[c.SerializeToString()])}"
+            f"{i}) {self.render.card(c)} {marks.get(c.SerializeToString(), '')}".rstrip()
             for i, c in enumerate(view.hand, start=1)
         )
         others = [s for s in view.seats if s.seat != seat]
@@ -225,9 +226,9 @@ class Table:
             try:
                 response = handle.play(card, plan_id, expected_version=view.version)
             except BasraError as error:
-                if error.unreachable:
-                    raise
-                self.term.say("!! " + explain(error, ""))
+                if isinstance(error, UnavailableError) and not error.reason:
+                    raise  # no server: the match cannot go on
+                self.term.say("!! " + explain(error, self.target))
                 continue
             self.report(response.events, None if self.hot_seat else seat)
             return
@@ -300,7 +301,7 @@ def run(
         except BasraError as error:
             term.say("!! " + explain(error, target))
             return 1
-        table = Table(term, match, Renderer(symbols), humans, hot_seat)
+        table = Table(term, match, Renderer(symbols), humans, hot_seat, target)
         seats_text = ", ".join(str(s) for s in humans)
         term.say(
             "Basra. "
