@@ -32,6 +32,7 @@ from basra.client import (
     greedy_choice,
 )
 from basra.client._core import Resumption
+from basra.client.retry import CHANNEL_OPTIONS
 from basra.v1 import game_pb2
 from tests.service.conftest import BASE
 from tests.support import ServerThread, free_port
@@ -502,3 +503,60 @@ def test_a_rate_limit_is_typed_with_its_retry_delay_and_not_retried(
     assert 0 < error.retry_after <= 2
     assert error.metadata["retry_after_s"]
     assert Count.deals == 2  # the rejected creation was sent once
+
+
+class SeeFailures(grpc.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+    """Records each Play attempt's request id, and signals the first failed one."""
+
+    def __init__(self) -> None:
+        self.request_ids: list[str] = []
+        self.failed = threading.Event()
+
+    def intercept_unary_unary(
+        self, continuation: Callable[..., Any], details: Any, request: Any
+    ) -> Any:
+        outcome = continuation(details, request)
+        if details.method.endswith("/Play"):
+            self.request_ids.append(request.request_id)
+            if outcome.exception() is not None:
+                self.failed.set()
+        return outcome
+
+
+def test_a_play_sent_while_the_server_restarts_is_applied_once_it_is_back(
+    redis_url: str,
+) -> None:
+    settings = replace(BASE, redis_url=redis_url)
+    first = ServerThread(settings)
+    port = first.port
+    servers = [first]
+    see = SeeFailures()
+    channel = grpc.intercept_channel(
+        grpc.insecure_channel(first.target, options=CHANNEL_OPTIONS), see
+    )
+    try:
+        with Client(channel=channel, retry=PATIENT) as client:
+            match = client.create_match(seed=2)
+            before = match.view()
+            seat = match.seat(before.turn)
+            card, plan_id = greedy_choice(seat.plans())
+            first.stop()
+
+            def restart() -> None:  # once a play attempt has failed on the stopped server
+                if see.failed.wait(timeout=60):
+                    servers.append(ServerThread(settings, port=port))
+
+            restarter = threading.Thread(target=restart, daemon=True)
+            restarter.start()
+            response = seat.play(card, plan_id, expected_version=before.version)
+            restarter.join(timeout=60)
+            after = seat.view()
+    finally:
+        channel.close()
+        for running in servers:
+            running.stop()
+    assert len(servers) == 2
+    assert len(see.request_ids) >= 2
+    assert len(set(see.request_ids)) == 1  # every attempt carried the same request id
+    assert after.version == response.view.version == before.version + 1
+    assert len(after.hand) == len(before.hand) - 1
