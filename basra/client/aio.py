@@ -41,7 +41,7 @@ class AsyncClient:
         retry: RetryPolicy | None = None,
     ) -> None:
         if (target is None) == (channel is None):
-            raise ValueError("give a target or a channel, not both")
+            raise ValueError("give exactly one of target and channel")
         self._owned = channel is None
         if channel is None:
             assert target is not None
