@@ -39,6 +39,14 @@ def create(client: Client, seed: int | None, out: TextIO) -> tuple[Match, int | 
     return client.create_match(), None
 
 
+def pause(seconds: float) -> None:
+    """Sleep in short slices, so that Ctrl-C stops a paced demo at once (a SIGINT taken by one
+    of gRPC's threads would otherwise wait for the end of a long sleep)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 0.2))
+
+
 def run(
     target: str,
     out: TextIO,
@@ -48,13 +56,14 @@ def run(
     pace: float = 0.0,
     symbols: bool = True,
     retry: RetryPolicy = QUICK,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> int:
     """Play one match on the server at ``target``; returns the exit status.
 
     ``pace`` seconds pass between two plays, to watch the match unfold.
     """
     render = Renderer(symbols)
+    sleep = sleep or pause
     with Client(target, api_key=api_key, retry=retry) as client:
         try:
             match, used = create(client, seed, out)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,26 @@ HELP: Final = """\
    A card marked "takes" captures; "trails" means it stays on the floor.
    When a card can capture in several ways, choose a plan by its number (b: back).
    h: this help    q or Ctrl-C: leave (the match is kept and can be resumed)"""
+
+
+def read_line(prompt: str) -> str:
+    """``input()`` that Ctrl-C always interrupts.
+
+    A SIGINT that lands just before ``input()`` blocks in ``read()`` (or on another thread: gRPC
+    runs several) would wait for the next Enter: waiting in short ``select`` slices lets Python
+    raise KeyboardInterrupt at once.
+    """
+    print(prompt, end="", flush=True)
+    try:
+        descriptor = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: no select
+        return input()
+    while not select.select([descriptor], [], [], 0.2)[0]:
+        pass  # the interpreter handles a pending signal between two slices
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
 
 
 def state_dir() -> Path:
@@ -265,7 +287,7 @@ def capture_mark(option: game_pb2.CardPlans) -> str:
 def run(
     target: str | None,
     out: TextIO,
-    read: Callable[[str], str] = input,
+    read: Callable[[str], str] = read_line,
     *,
     hot_seat: bool = False,
     seed: int | None = None,

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -25,6 +26,8 @@ COMMAND = shutil.which("basra-engine", path=str(Path(sys.executable).parent)) or
 
 class Session:
     """The command running on a pseudo-terminal: read until a pattern, type answers."""
+
+    running: ClassVar[list[Session]] = []
 
     def __init__(self, *args: str, state: Path | None = None) -> None:
         """``state``: where the command keeps left matches (XDG_STATE_HOME)."""
@@ -43,6 +46,7 @@ class Session:
             close_fds=True,
         )
         os.close(slave)
+        Session.running.append(self)
         self.seen = ""
         self.position = 0
 
@@ -77,7 +81,19 @@ class Session:
     def close(self) -> int:
         status = self.process.wait(timeout=20)
         os.close(self.master)
+        Session.running.remove(self)
         return status
+
+
+@pytest.fixture(autouse=True)
+def _no_session_outlives_its_test() -> Iterator[None]:
+    """A failed test leaves no program running (its warning would fail a later test)."""
+    yield
+    while Session.running:
+        session = Session.running.pop()
+        session.process.kill()
+        session.process.wait(timeout=20)
+        os.close(session.master)
 
 
 @pytest.fixture
@@ -238,3 +254,18 @@ def test_a_server_that_dies_mid_match_is_reported_as_unreachable(tmp_path: Path)
     session.expect(r"Resume the match later with: basra-engine play --target \S+ --resume=")
     assert session.close() == 1
     assert "refused" not in session.seen
+
+
+def test_ctrl_c_is_honoured_whichever_thread_the_signal_lands_on(
+    server: ServerThread, tmp_path: Path
+) -> None:
+    session = Session("--target", server.target, "--seed", "3", state=tmp_path)
+    session.expect(CARD)
+    pid = session.process.pid
+    threads = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    assert threads, "gRPC runs threads beside the main one"
+    # kill() with a thread's id hands the process-wide signal to that thread first: the main
+    # thread, blocked reading the terminal, is not woken by it.
+    os.kill(threads[0], signal.SIGINT)
+    session.expect(r"Left the match .*Resume it with")
+    assert session.close() == 130
