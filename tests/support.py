@@ -98,7 +98,11 @@ class ServerThread:
 
     def __init__(self, settings: Settings, port: int = 0) -> None:
         """Start it on ``port`` (0: a free one; a fixed one restarts a stopped server there)."""
-        self.settings = replace(settings, listen=f"127.0.0.1:{port}")
+        self.settings = replace(
+            settings,
+            listen=f"127.0.0.1:{port}",
+            http_listen=None if settings.http_listen is None else "127.0.0.1:0",
+        )
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -109,6 +113,12 @@ class ServerThread:
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """The base URL of the HTTP port (Connect, gRPC-Web, /healthz, web table)."""
+        assert self.server.http is not None, "this server's HTTP port is disabled"
+        return f"http://127.0.0.1:{self.server.http.port}"
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
         """Run a coroutine on the server's loop and return its result.
