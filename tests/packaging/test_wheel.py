@@ -77,10 +77,18 @@ def test_the_wheel_ships_the_typing_marker_the_rules_and_the_generated_stubs(whe
         assert f"basra/v1/{proto}_pb2.pyi" in listing
     assert "basra/v1/basra_service_pb2_grpc.py" in listing
     assert "basra/v1/basra_service_pb2_grpc.pyi" in listing
-    # Everything under basra/v1 is a stub or the package marker: no stamp, no proto tooling.
-    assert {n for n in listing if n.startswith("basra/v1/")} == {
-        n for n in listing if re.fullmatch(r"basra/v1/(__init__|\w+_pb2(_grpc)?)\.pyi?", n)
+    # basra/v1 ships every generated stub (protobuf, gRPC, Connect) and nothing else: no stamp,
+    # no proto tooling.
+    generated = {
+        f"basra/v1/{path.name}"
+        for path in (ROOT / "basra" / "v1").iterdir()
+        if path.suffix in (".py", ".pyi")
     }
+    shipped = {n for n in listing if n.startswith("basra/v1/")}
+    assert shipped == generated
+    assert all(
+        re.fullmatch(r"basra/v1/(__init__|\w+_pb2(_grpc)?|\w+_connect)\.pyi?", n) for n in shipped
+    ), shipped
 
 
 def metadata(wheel: Path) -> list[str]:
