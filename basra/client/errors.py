@@ -12,7 +12,7 @@ AuthError                UNAUTHENTICATED, PERMISSION_DENIED   TOKEN_INVALID, API
 MatchNotFoundError       NOT_FOUND                            MATCH_NOT_FOUND
 RuleViolationError       FAILED_PRECONDITION                  NOT_YOUR_TURN, PLAN_REQUIRED
 VersionMismatchError     ABORTED                              VERSION_MISMATCH
-HistoryTrimmedError      OUT_OF_RANGE                         HISTORY_TRIMMED
+OutOfRangeError          OUT_OF_RANGE                         HISTORY_TRIMMED
 RateLimitedError         RESOURCE_EXHAUSTED                   RATE_LIMITED (see retry_after)
 UnavailableError         UNAVAILABLE, DEADLINE_EXCEEDED       STORE_UNAVAILABLE, or "" when no
                                                               server answered at all
@@ -137,8 +137,9 @@ class VersionMismatchError(BasraError):
     """ABORTED: the match moved on since ``expected_version``; reload and decide again."""
 
 
-class HistoryTrimmedError(BasraError):
-    """OUT_OF_RANGE: a watch resumed from a version older than the kept history."""
+class OutOfRangeError(BasraError):
+    """OUT_OF_RANGE: a watch asked for versions the server cannot stream (HISTORY_TRIMMED: older
+    than the kept history; call GetMatch and resume from its version)."""
 
 
 class RateLimitedError(BasraError):
@@ -161,7 +162,7 @@ _FAMILIES: Final[dict[grpc.StatusCode, type[BasraError]]] = {
     grpc.StatusCode.NOT_FOUND: MatchNotFoundError,
     grpc.StatusCode.FAILED_PRECONDITION: RuleViolationError,
     grpc.StatusCode.ABORTED: VersionMismatchError,
-    grpc.StatusCode.OUT_OF_RANGE: HistoryTrimmedError,
+    grpc.StatusCode.OUT_OF_RANGE: OutOfRangeError,
     grpc.StatusCode.RESOURCE_EXHAUSTED: RateLimitedError,
     grpc.StatusCode.UNAVAILABLE: UnavailableError,
     grpc.StatusCode.DEADLINE_EXCEEDED: UnavailableError,

@@ -248,7 +248,7 @@ class Watch(Iterator[game_pb2.MatchEvent]):
     all arrived (resume a later watch from it); ``close()`` stops it from another thread.
 
     Raises (while iterating):
-        BasraError: a rejection (e.g. ``HistoryTrimmedError``), or ``UnavailableError`` when
+        BasraError: a rejection (e.g. ``OutOfRangeError``), or ``UnavailableError`` when
             the policy's reconnections in a row all failed.
     """
 
