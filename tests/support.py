@@ -96,11 +96,10 @@ class RedisProcess:
 class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
-    def __init__(self, settings: Settings, port: int = 0) -> None:
-        """Start it on ``port`` (0: a free one; a fixed one restarts a stopped server there)."""
+    def __init__(self, settings: Settings, listen: str = "127.0.0.1:0") -> None:
         self.settings = replace(
             settings,
-            listen=f"127.0.0.1:{port}",
+            listen=listen,
             http_listen=None if settings.http_listen is None else "127.0.0.1:0",
         )
         self.loop = asyncio.new_event_loop()

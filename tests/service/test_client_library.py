@@ -318,7 +318,6 @@ def test_a_watch_survives_a_server_restart_and_yields_every_event_once(
 ) -> None:
     settings = replace(BASE, redis_url=redis_url)
     first = ServerThread(settings)
-    port = first.port
     servers = [first]
     try:
         with Client(first.target, retry=PATIENT) as player:
@@ -340,7 +339,7 @@ def test_a_watch_survives_a_server_restart_and_yields_every_event_once(
             made += play_to_end(match, moves=30)
             received = _take(seen, len(made))
             first.stop()  # the stream is cut; the watcher keeps trying
-            servers.append(ServerThread(settings, port=port))  # same port, same Redis
+            servers.append(ServerThread(settings, listen=first.target))  # same port, same Redis
             made += play_to_end(match)
             received += _take(seen, len(made) - len(received))
             assert seen.get(timeout=30) is None  # the watch ended with the match
@@ -538,7 +537,6 @@ def test_a_play_sent_while_the_server_restarts_is_applied_once_it_is_back(
 ) -> None:
     settings = replace(BASE, redis_url=redis_url)
     first = ServerThread(settings)
-    port = first.port
     servers = [first]
     see = SeeFailures()
     channel = grpc.intercept_channel(
@@ -554,7 +552,7 @@ def test_a_play_sent_while_the_server_restarts_is_applied_once_it_is_back(
 
             def restart() -> None:  # once a play attempt has failed on the stopped server
                 if see.failed.wait(timeout=60):
-                    servers.append(ServerThread(settings, port=port))
+                    servers.append(ServerThread(settings, listen=first.target))
 
             restarter = threading.Thread(target=restart, daemon=True)
             restarter.start()
