@@ -55,18 +55,31 @@ async function myTurn(page: Page, version = -1) {
 }
 
 async function playByKeyboard(page: Page): Promise<void> {
-  const first = page.locator("#hand button").first();
-  const code = await first.getAttribute("data-card");
+  const cards = page.locator("#hand button");
+  const first = cards.first();
   // Tab through the page until the first card of the hand has the focus.
   for (let presses = 0; presses < 40; presses++) {
     await page.keyboard.press("Tab");
     if (await first.evaluate((element) => element === document.activeElement)) break;
   }
+  // The arrow key moves along the hand: the second card of the first deal's four.
+  await page.keyboard.press("ArrowRight");
+  const second = cards.nth(1);
+  assert.ok(await second.evaluate((element) => element === document.activeElement), "ArrowRight moves to the next card");
+  const code = (await second.getAttribute("data-card")) ?? "";
   await page.keyboard.press("Enter");
-  // The focus moves to the card's first choice.
+  // The focus moves to the card's first choice; Escape goes back to the card, Enter again.
   await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
   assert.equal(await page.locator(`#hand [data-card="${code}"]`).getAttribute("aria-pressed"), "true");
+  await page.keyboard.press("Escape");
+  await page.waitForFunction((c) => (document.activeElement as HTMLElement | null)?.dataset["card"] === c, code);
+  assert.equal(await page.locator("#plans").count(), 0);
   await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
+  const before = (await seen(page)).version;
+  await page.keyboard.press("Enter");
+  const after = await waitPast(page, before);
+  assert.ok(!after.hand.includes(code), `${code} was played`);
 }
 
 /** Chooses a card that can capture, so that its plans show and the floor cards it would take

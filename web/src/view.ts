@@ -89,7 +89,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
     chosen?.card && myTurn ? renderPlans(chosen.card, chosen, actions, state.busy) : null,
     h("section", { class: "hand", "aria-labelledby": "hand-heading" },
       h("h2", { id: "hand-heading" }, t("yourHand")),
-      h("div", { id: "hand", role: "group", "aria-labelledby": "hand-heading" },
+      h("div", { id: "hand", role: "group", "aria-labelledby": "hand-heading", onkeydown: moveAlongHand },
         view.hand.map((card) => {
           const code = cardCode(card);
           return cardElement(card, "button", {
@@ -106,6 +106,19 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
     state.invite ? renderInvite(state.invite, actions) : null,
     h("button", { type: "button", id: "leave", class: "quiet", onclick: actions.leave }, t("leave")),
   );
+}
+
+/** Arrow keys move between the cards of the hand (in reading order: right to left in Arabic
+ * and Persian); Tab reaches them too. */
+function moveAlongHand(event: Event): void {
+  const { key } = event as KeyboardEvent;
+  if (key !== "ArrowLeft" && key !== "ArrowRight") return;
+  const cards = [...document.querySelectorAll<HTMLButtonElement>("#hand button:not([disabled])")];
+  const at = cards.indexOf(document.activeElement as HTMLButtonElement);
+  if (at < 0) return;
+  const forward = (key === "ArrowRight") === (document.documentElement.dir !== "rtl");
+  cards[(at + (forward ? 1 : cards.length - 1)) % cards.length]?.focus();
+  event.preventDefault();
 }
 
 function renderStatus(state: TableState, myTurn: boolean): HTMLElement {
@@ -157,7 +170,16 @@ function renderPlans(card: Card, chosen: CardPlans, actions: TableActions, busy:
   };
   return h(
     "section",
-    { class: "plans", "aria-labelledby": "plans-heading" },
+    {
+      class: "plans",
+      "aria-labelledby": "plans-heading",
+      // Escape goes back to the hand.
+      onkeydown: (event: Event) => {
+        if ((event as KeyboardEvent).key !== "Escape") return;
+        actions.select(undefined);
+        document.querySelector<HTMLElement>(`#hand [data-card="${code}"]`)?.focus();
+      },
+    },
     h("h2", { id: "plans-heading" }, t("choosePlan", { card: cardName(card) })),
     h("div", { class: "actions", id: "plans" },
       chosen.plans.map((plan) =>
