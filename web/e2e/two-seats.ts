@@ -49,6 +49,10 @@ try {
   const [ra, rb] = [await a.page.locator("#result").innerText(), await b.page.locator("#result").innerText()];
   assert.ok(/^You won/.test(ra) !== /^You won/.test(rb), `exactly one winner: ${ra} / ${rb}`);
   await screenshot(a.page, "two-seats-result");
+  // A new match starts from the lobby, the finished seat forgotten.
+  await a.page.click("#new-match");
+  await a.page.locator("#play-bot").waitFor();
+  assert.equal(await a.page.evaluate(() => sessionStorage.getItem("basra.table")), null);
   assert.deepEqual([...a.errors, ...b.errors], []);
   console.log(`played ${plays} cards over ${hands} hands: ${ra}`);
 } finally {

@@ -305,7 +305,9 @@ async function start(opponent: "bot" | "friend"): Promise<void> {
 async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
   if (!view) {
     try {
-      const answer = await untilAnswered(() => basraClient(saved.me.token).getMatch({ matchId: saved.me.matchId }), () => showAlert(RECONNECTING));
+      // However long the server is away: giving up here would forget the seat.
+      const client = basraClient(saved.me.token);
+      const answer = await untilAnswered(() => client.getMatch({ matchId: saved.me.matchId }), () => showAlert(RECONNECTING), Infinity);
       view = answer.view;
       showAlert(undefined);
     } catch (error) {

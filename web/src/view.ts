@@ -231,7 +231,10 @@ function renderSheet(view: MatchView, scoreboard: Scoreboard, actions: TableActi
       : null,
     winner === undefined
       ? h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", disabled: busy, onclick: actions.nextHand }, t("nextHand"))
-      : h("p", { id: "result", class: "result", role: "status" }, t(winner === me ? "youWon" : "opponentWon", totals)),
+      : [
+          h("p", { id: "result", class: "result", role: "status" }, t(winner === me ? "youWon" : "opponentWon", totals)),
+          h("button", { type: "button", id: "new-match", onclick: actions.leave }, t("newMatch")),
+        ],
   );
 }
 
