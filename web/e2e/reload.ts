@@ -35,7 +35,14 @@ try {
   await playFirst(page);
   const next = await myTurn(page, after.version + 1);
   assert.ok(next.version >= after.version + 2, "my play and the bot's");
-  assert.match(await page.locator("#log").innerText(), /Your opponent/);
+  assert.match(await page.locator("#log").innerText(), /opponent/i, "the bot's play in the log");
+
+  // A typed rejection reads as a sentence: a link with a forged token for this match.
+  const { matchId } = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}").me);
+  const forged = await me.context.newPage();
+  await forged.goto(`${BASE_URL}/#match=${matchId}&seat=1&token=forged-token`);
+  await forged.locator("#play-bot").waitFor();
+  assert.equal(await forged.locator("#alert").innerText(), "This seat's key does not belong to the match.");
   assert.deepEqual(me.errors, []);
   console.log(`resumed at version ${after.version}, went on to ${next.version}`);
 } finally {
