@@ -1,6 +1,6 @@
 # The two quick-start commands are `make run` and `make test`: they build .venv, install, generate,
-# then serve / test. `make run` needs Python >= 3.11 and make; `make test` also needs Node.js 20+
-# and npm, and installs redis-server and kubectl with apt-get when they are missing.
+# then serve / test. `make run` needs Python >= 3.11, make, Node.js 20+ and npm (the web table);
+# `make test` also installs redis-server, kubectl and chromium with apt-get when they are missing.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -146,7 +146,7 @@ chromium: ## install Debian's chromium when missing
 screenshot: $(STAMP) redis-server chromium $(WEB_DIST) ## rewrite web/screenshot.png (the README's)
 	README_SCREENSHOT=$(CURDIR)/$(WEB)/screenshot.png $(BIN)/pytest -q tests/web -k reload
 
-clean-web:
+clean-web: ## remove the web table's packages, stubs and build
 	rm -rf $(WEB)/node_modules $(WEB)/gen $(WEB)/dist
 
 unit: $(STAMP) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only
