@@ -206,7 +206,10 @@ async def _task_stacks() -> str:
     out = io.StringIO()
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
-            task.print_stack(limit=8, file=out)
+            try:
+                task.print_stack(limit=8, file=out)
+            except TypeError:  # a frame of compiled (Cython) code has no line number
+                print(repr(task), file=out)
     return out.getvalue()
 
 
