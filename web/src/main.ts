@@ -28,6 +28,14 @@ const languageSelect = document.getElementById("language") as HTMLSelectElement;
 /** Rejections that only mean "somebody else acted first": the page reloads its view quietly. */
 const RACES = new Set(["VERSION_MISMATCH", "HAND_IN_PROGRESS", "NOT_YOUR_TURN"]);
 
+/** The ErrorInfo reasons (errors.proto) the table words itself; others show the server's text. */
+const WORDED_REASONS: ReadonlySet<string> = new Set<MessageId>([
+  "NOT_YOUR_TURN", "CARD_NOT_IN_HAND", "PLAN_REQUIRED", "UNKNOWN_PLAN", "CAPTURE_REQUIRED",
+  "HAND_IN_PROGRESS", "HAND_OVER", "MATCH_OVER", "VERSION_MISMATCH", "MATCH_NOT_FOUND",
+  "TOKEN_MISSING", "TOKEN_INVALID", "API_KEY_MISSING", "API_KEY_INVALID", "STORE_UNAVAILABLE",
+  "HISTORY_TRIMMED", "INTERNAL",
+]);
+
 /** A readable sentence for any failure: the ErrorInfo reason when the service sent one. */
 function errorMessage(error: unknown): string {
   if (isUnreachable(error)) return t("unreachable");
@@ -35,16 +43,9 @@ function errorMessage(error: unknown): string {
   if (reason === "RATE_LIMITED") {
     return t("RATE_LIMITED", { count: Math.ceil(Number(errorMetadata(error, "retry_after_s") ?? 1)) });
   }
-  if (reason && reason in MESSAGE_OF_REASON) return t(reason as MessageId);
+  if (reason && WORDED_REASONS.has(reason)) return t(reason as MessageId);
   return t("unknownError", { detail: error instanceof Error ? error.message : String(error) });
 }
-const MESSAGE_OF_REASON: Record<string, true> = Object.fromEntries(
-  [
-    "NOT_YOUR_TURN", "CARD_NOT_IN_HAND", "PLAN_REQUIRED", "UNKNOWN_PLAN", "CAPTURE_REQUIRED", "HAND_IN_PROGRESS",
-    "HAND_OVER", "MATCH_OVER", "VERSION_MISMATCH", "MATCH_NOT_FOUND", "TOKEN_MISSING", "TOKEN_INVALID",
-    "API_KEY_MISSING", "API_KEY_INVALID", "STORE_UNAVAILABLE", "HISTORY_TRIMMED", "INTERNAL",
-  ].map((reason) => [reason, true]),
-);
 
 /** The message in the alert region; kept as a function so a language switch rewrites it. */
 let alertText: (() => string) | undefined;
@@ -81,9 +82,14 @@ class Table {
     return this.saved.me.matchId;
   }
 
+  /** Starts following the match. After a reload the stream starts after the last version this
+   * tab showed, so the log also tells what happened meanwhile. */
   async open(): Promise<void> {
+    const shown = BigInt(this.saved.version);
+    const after = shown > 0n && shown < this.view.version ? shown : this.view.version;
+    this.accept(this.view);
+    void this.watch(after, this.stop.signal);
     await this.afterChange();
-    void this.watch(this.stop.signal);
   }
 
   close(): void {
@@ -194,8 +200,7 @@ class Table {
   /** Follows the match through WatchMatch, for as long as the table is open. A stream that
    * drops (a server restart, a proxy timeout, the server's periodic recycling) is opened again
    * after the last version received whole, so no event is lost or shown twice. */
-  private async watch(signal: AbortSignal): Promise<void> {
-    let after = this.view.version;
+  private async watch(after: bigint, signal: AbortSignal): Promise<void> {
     let attempt = 0;
     while (!signal.aborted) {
       try {
