@@ -32,7 +32,9 @@ try {
     if (sa.status === "hand-over") {
       hands += 1;
       // Both see the same score sheet; either player may deal the next hand.
-      // Each page lists its own seat first.
+      // Each page lists its own seat first (the sheet shows once Score has answered).
+      await a.page.locator("#sheet table").waitFor();
+      await b.page.locator("#sheet table").waitFor();
       const [sheetA, sheetB] = [await sheet(a.page), await sheet(b.page)];
       assert.deepEqual(sheetA, sheetB.map(([mine, theirs]) => [theirs, mine]));
       if (hands === 1) await screenshot(a.page, "two-seats-score-sheet");

@@ -104,6 +104,7 @@ class Table {
     if (changed) {
       this.plans = undefined;
       this.selected = undefined;
+      this.scoreboard = undefined;
     }
     this.saved = { ...this.saved, version: Number(view.version) };
     session.save(this.saved);
