@@ -21,15 +21,16 @@ def random_play(state: State, rng: random.Random) -> Play:
 def greedy_play(state: State) -> Play:
     """The play that takes the most: basra first, then points, then cards; else the lowest trail."""
     seat = state.turn
+    table = state.profile.points.points
     best: tuple[tuple[int, int, int, int], Play] | None = None
     for card in state.hands[seat]:
         for plan in legal_plans(state, card):
-            points = sum(c.points for c in plan.captures) + card.points
+            points = sum(table[c] for c in plan.captures) + table[card]
             key = (plan.basra, points, len(plan.captures), -card)
             if best is None or key > best[0]:
                 best = (key, Play(seat, card, plan.id))
     if best is not None:
         return best[1]
     # Nothing captures: trail the card worth least to the opponent.
-    card = min(state.hands[seat], key=lambda c: (c.points, c.value, c))
+    card = min(state.hands[seat], key=lambda c: (table[c], c.value, c))
     return Play(seat, card, trail=True)

@@ -78,7 +78,7 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
             for s in range(state.seats)
         ],
         stock_size=seen.stock_size,
-        turn=seen.turn,
+        turn=state.turn,
         dealer=seen.dealer,
         hand_number=seen.hand_number,
         deal_number=seen.deal_number,

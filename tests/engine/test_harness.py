@@ -6,7 +6,6 @@ import random
 
 from basra.engine import (
     ERAM,
-    TRADITIONAL,
     CardPlayed,
     CardsDealt,
     HandScored,
@@ -81,10 +80,9 @@ def test_greedy_bot_beats_random_bot_most_of_the_time() -> None:
     assert wins >= 45
 
 
-def test_other_profiles_play_through_three_and_four_seats_and_traditional_rules() -> None:
+def test_hand_built_profiles_play_through_three_and_four_seats_and_six_card_deals() -> None:
     rng = random.Random(9)
     for profile in (
-        TRADITIONAL,
         Profile("three", seats=3, majority_cards=18),
         Profile("four", seats=4, majority_cards=14),
         Profile("six-card deals", cards_per_deal=6),
