@@ -238,9 +238,10 @@ async function main(): Promise<void> {
     const view = (await client.getMatch({ matchId: match.matchId }, match.as(seat))).view;
     check(view !== undefined && view.version === match.view.version, `seat ${seat}'s view is current`);
     check(view.winner === result.winner && view.status === MatchStatus.MATCH_OVER, "GetMatch shows the winner");
-    // The last play's view, as the other seat sees it: the same but for the seat number.
+    // The last play's view, as the other seat sees it: the same but for the seat and its side.
     const last = clone(MatchViewSchema, match.view);
     last.seat = seat;
+    last.side = last.seats[seat]?.side ?? seat;
     check(equals(MatchViewSchema, view, last), `seat ${seat}'s view is the last play's`);
   }
   const scores = await Promise.all(SEATS.map((s) => client.score({ matchId: match.matchId }, match.as(s))));
