@@ -1,7 +1,9 @@
 // A TypeScript frontend's whole match, through every RPC of basra.v1.
 //
-//   tsx src/client.ts --target HOST:PORT [--seed N] [--rules NAME --seats N]
-//                                                   (or $BASRA_TARGET, $BASRA_SEED)
+//   tsx src/client.ts --target HOST:PORT [--seed N] [--protocol grpc|connect|connect-json|grpc-web]
+//                     [--rules NAME --seats N]
+//   (or $BASRA_TARGET, $BASRA_SEED, $BASRA_PROTOCOL; the target is the HTTP port for Connect and
+//   gRPC-Web)
 //
 // Creates a seeded match (ERAM for two seats with the creating Deal, or with --rules/--seats
 // any rule system through CreateMatch) and retries the creation to show idempotency, watches it
@@ -31,7 +33,7 @@ import {
   type MatchEvent,
   type MatchView,
 } from "../gen/basra/v1/game_pb.js";
-import { DOMAIN, asSeat, connect, rejected, type BasraClient, type Rejection } from "./basra.js";
+import { DOMAIN, asProtocol, asSeat, connect, rejected, type BasraClient, type Rejection } from "./basra.js";
 
 class CheckFailed extends Error {}
 
@@ -200,14 +202,17 @@ async function main(): Promise<void> {
     options: {
       target: { type: "string" },
       seed: { type: "string" },
+      protocol: { type: "string" },
       rules: { type: "string" },
       seats: { type: "string" },
     },
   });
   const target = values.target ?? process.env["BASRA_TARGET"];
   const seed = BigInt(values.seed ?? process.env["BASRA_SEED"] ?? "42");
+  const protocol = asProtocol(values.protocol ?? process.env["BASRA_PROTOCOL"] ?? "grpc");
   check(target !== undefined, "give the server as --target HOST:PORT or $BASRA_TARGET");
-  const client = connect(target);
+  const client = connect(target, protocol);
+  log(`protocol ${protocol}`);
 
   const requestId = randomUUID();
   const create = () =>
