@@ -8,8 +8,8 @@ import random
 import threading
 import uuid
 from collections.abc import Callable
-from functools import partial
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, cast
 
 import grpc
