@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from basra.engine.cards import DECK_SIZE, Card
 from basra.engine.profile import Profile
@@ -107,9 +108,9 @@ class GameResult:
     """Each side's final total in that game."""
 
 
-@dataclass(frozen=True, slots=True)
-class LastPlay:
-    """The most recent play of the current hand, as every seat saw it."""
+class LastPlay(NamedTuple):
+    """The most recent play of the current hand, as every seat saw it (a named tuple: one is
+    made on every play, and a tuple is the cheapest immutable record to build)."""
 
     seat: int
     card: Card
