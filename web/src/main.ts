@@ -1,7 +1,7 @@
 // The web table: a reference client of basra.v1 for frontend teams.
 //
-// The flow is the one the API guide describes. Deal creates the match and returns both seats'
-// tokens; this page keeps its own seat's, and either plays the other seat itself (the bot) or
+// The flow is the one the API guide describes. CreateMatch creates the match and returns both
+// seats' tokens; this page keeps its own seat's, and either plays the other seat itself (the bot) or
 // hands it on in an invitation link. The page then shows its seat's MatchView, asks ListPlans
 // when it is its turn, and sends Play with the version it saw and a fresh request_id. Every
 // change anyone makes arrives through WatchMatch: on the last event of each version the page
@@ -289,9 +289,10 @@ function lobby(busy = false): void {
 async function start(opponent: "bot" | "friend"): Promise<void> {
   lobby(true);
   const client = basraClient();
-  const request = { seat: 0, requestId: requestId() };
+  // Two seats under the default rules (ERAM); the request_id makes a retry return the same match.
+  const request = { rules: "eram", seats: 2, seat: 0, requestId: requestId() };
   try {
-    const answer = await untilAnswered(() => client.deal(request), () => showAlert(RECONNECTING));
+    const answer = await untilAnswered(() => client.createMatch(request), () => showAlert(RECONNECTING));
     const token = (seat: number) => answer.seatTokens.find((seatToken) => seatToken.seat === seat)?.token ?? "";
     const me = { matchId: answer.matchId, seat: 0, token: token(0) };
     const other = { matchId: answer.matchId, seat: 1, token: token(1) };
