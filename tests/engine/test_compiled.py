@@ -7,13 +7,17 @@ golden transcripts and every rule test hold for both engines; these tests check 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from importlib import import_module
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
+import pytest
+
 import basra.engine
+from basra.engine.chance import below, seeded, shuffle
 
 ENGINE = Path(basra.engine.__file__).parent
 MODULES = tuple(
@@ -85,3 +89,25 @@ def test_both_engines_play_the_same_match_to_the_same_bytes() -> None:
     assert pure.returncode == 0, pure.stderr
     assert default.returncode == 0, default.stderr
     assert pure.stdout == default.stdout
+
+
+@pytest.mark.parametrize("key", ["basra/0/hand/1", "basra/18446744073709551615/hand/7", "é"])
+def test_the_engine_shuffle_is_randoms_card_for_card(key: str) -> None:
+    # Deals replay from stored seeds: the written-out shuffle must stay random.Random's.
+    expected, got = list(range(52)), list(range(52))
+    random.Random(key).shuffle(expected)
+    generator = seeded(key)
+    shuffle(got, generator)
+    assert got == expected
+    after = random.Random(key)
+    after.shuffle(list(range(52)))
+    assert generator.getrandbits(64) == after.getrandbits(64), "the same draws consumed"
+
+
+@pytest.mark.parametrize("bound", [1, 2, 3, 12, 52, 1000])
+def test_below_draws_what_randrange_and_choice_draw(bound: int) -> None:
+    ours, theirs, chooser = random.Random(bound), random.Random(bound), random.Random(bound)
+    items = list(range(bound))
+    drawn = [below(ours, bound) for _ in range(200)]
+    assert drawn == [theirs.randrange(bound) for _ in range(200)]
+    assert drawn == [chooser.choice(items) for _ in range(200)]
