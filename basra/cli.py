@@ -12,7 +12,8 @@ from basra.service import config
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="basra-engine", description="Basra (ERAM rules) engine and gRPC service."
+        prog="basra-engine",
+        description="Basra engine and gRPC service (ERAM and the rule systems of VARIANTS.md).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -25,6 +26,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch", metavar="FILE", help='JSON lines {"floor": [...], "card": "..."} (- for stdin)'
     )
     plans.add_argument("--json", action="store_true", help="print one JSON object")
+    plans.add_argument(
+        "--rules", default="eram", metavar="NAME", help="rule system (default eram; see `rules`)"
+    )
+
+    rules = commands.add_parser("rules", help="list the rule systems (as ListRules does)")
+    rules.add_argument("--json", action="store_true", help="print the ListRules JSON")
 
     serve = commands.add_parser("serve", help="run the gRPC service")
     config.add_arguments(serve)
@@ -48,7 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "plans":
         from basra import oracle
 
-        return oracle.main(args.floor, args.card, args.batch, args.json)
+        return oracle.main(args.floor, args.card, args.batch, args.json, args.rules)
+    if args.command == "rules":
+        from basra import oracle
+
+        return oracle.rules_main(args.json)
     if args.command == "serve":
         from basra.service import server
 

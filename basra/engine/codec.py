@@ -133,6 +133,32 @@ def _profile_bytes(p: Profile) -> bytes:
     )
 
 
+def encode_profile(profile: Profile) -> bytes:
+    """A profile alone, as ``encode`` stores it (its name, then every field)."""
+    name = profile.name.encode()
+    return bytes((len(name),)) + name + _profile_bytes(profile)
+
+
+def decode_profile(data: bytes) -> Profile:
+    """The profile ``encode_profile`` turned into ``data``.
+
+    Raises:
+        CorruptStateError: the bytes are not such a profile.
+    """
+    try:
+        name_length = data[0]
+        fixed_end = 1 + name_length + _PROFILE.size
+        if len(data) != fixed_end + 1 + 2 * data[fixed_end]:
+            raise CorruptStateError("profile bytes have the wrong length")
+        fields = data[1 + name_length : fixed_end] + data[fixed_end + 1 :]
+        profile = _profile(data[1 : 1 + name_length], fields)
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as exc:
+        if isinstance(exc, CorruptStateError):
+            raise
+        raise CorruptStateError(f"profile bytes do not decode: {exc}") from exc
+    return profile
+
+
 def decode(data: bytes) -> State:
     """The state that ``encode`` (of this or an earlier format version) turned into ``data``.
 

@@ -94,6 +94,8 @@ class HandScored:
     """Each side's game total after the hand."""
     extra_hand: bool
     """Several sides reached the target with equal highest totals: another hand is played."""
+    game: int = 1
+    """The rubber's game the hand belongs to (1 without a rubber)."""
 
 
 @dataclass(frozen=True, slots=True)

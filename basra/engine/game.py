@@ -373,7 +373,7 @@ def _end_hand(state: State, played: CardPlayed) -> tuple[State, tuple[Event, ...
         profile.target, profile.final_target, profile.rubber_wins, state.games_won
     )
     winner, extra_hand = game_winner(target, totals)
-    events.append(HandScored(score, totals, extra_hand))
+    events.append(HandScored(score, totals, extra_hand, len(state.games) + 1))
     after = State(
         profile=profile,
         seed=state.seed,

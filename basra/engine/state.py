@@ -251,6 +251,13 @@ class State:
         return tuple(won)
 
     @property
+    def game(self) -> int:
+        """The current game's number in a rubber, from 1 (the last game once the rubber is won);
+        1 without a rubber."""
+        over = self.phase is Phase.MATCH_OVER and self.games
+        return len(self.games) + (0 if over else 1)
+
+    @property
     def bottom_card(self) -> Card | None:
         """The stock's bottom card (the card dealt last); None once the stock is empty."""
         return self.stock[-1] if self.stock else None

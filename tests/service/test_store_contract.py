@@ -205,3 +205,15 @@ def test_match_keys_share_one_cluster_slot() -> None:
         assert key_slot(keys.match_key(match_id).encode()) == key_slot(
             keys.events_key(match_id).encode()
         )
+
+
+def test_request_records_written_before_versions_still_give_their_stored_response() -> None:
+    from basra.service import records
+
+    old = b"h" * 16 + b"f" * 16 + b"\x0a\x02\x08\x01"  # the response bytes themselves
+    decoded = records.SeatRequest.decode(old)
+    assert decoded is not None
+    assert (decoded.response, decoded.version) == (b"\x0a\x02\x08\x01", 0)
+    new = records.SeatRequest(b"h" * 16, b"f" * 16, 77)
+    assert records.SeatRequest.decode(new.encode()) == new
+    assert len(new.encode()) == 41
