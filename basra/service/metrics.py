@@ -38,6 +38,7 @@ class Metrics:
     store_errors: Counter
     store_up: Gauge
     watch_streams: Gauge
+    record_cache: Counter
     # Labelled children by label values, resolved once: every call goes through observe_call.
     _calls: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False, compare=False)
     _latency: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -127,6 +128,13 @@ class Metrics:
             watch_streams=Gauge(
                 "basra_watch_streams", "Open WatchMatch streams", registry=registry
             ),
+            record_cache=Counter(
+                "basra_record_cache",
+                "Changes (Play, next Deal) that started from the record this replica remembered "
+                "(hit: no GET) or had to load it (miss)",
+                ["result"],
+                registry=registry,
+            ),
         )
 
     def serve_http(self, port: int) -> int:
@@ -163,6 +171,11 @@ class InstrumentedStore:
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
         return await self._timed("commit", self.inner.commit(match_id, commit))
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        return await self._timed("commit", self.inner.commit_or_current(match_id, commit))
 
     async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
         # A blocking wait is not a latency; only failures are counted.

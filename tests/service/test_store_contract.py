@@ -95,6 +95,32 @@ def test_commit_is_compare_and_set_on_the_version(make_store: StoreFactory) -> N
     run(make_store, scenario)
 
 
+def test_a_lost_commit_answers_the_current_record_in_the_same_call(
+    make_store: StoreFactory,
+) -> None:
+    # What lets a replica play from the record it remembers: when the match moved on, the one
+    # commit call brings back the match as it is now, so the retry needs no load.
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        assert await store.commit_or_current("M" * 22, commit(1, seat=1, request=b"req")) == (
+            True,
+            None,
+        )
+        applied, current = await store.commit_or_current("M" * 22, commit(1))  # stale
+        assert not applied
+        assert current == await store.load("M" * 22)
+        assert current is not None
+        assert (current.version, current.state, current.requests) == (2, b"state-2", (b"", b"req"))
+        applied, current = await store.commit_or_current("M" * 22, commit(7))  # from the future
+        assert (applied, current) == (False, await store.load("M" * 22))
+        # Nothing was written by the lost commits.
+        page = await store.events("M" * 22, 0, 0.01)
+        assert [e.version for e in page.entries] == [1, 2]
+        assert await store.commit_or_current("X" * 22, commit(1)) == (False, None)  # gone
+
+    run(make_store, scenario)
+
+
 def test_racing_commits_apply_exactly_one(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         await store.create(new())

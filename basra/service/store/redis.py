@@ -3,8 +3,10 @@
 A match is a string (``keys.match_key``, see ``service.store.codec``) and a capped stream
 (``keys.events_key``) under one hash tag. Loading is one GET; every change is one Lua script that
 compares the version prefix, replaces the record, appends the event entry and restarts the idle
-expiry of both keys: two round trips per play. Every call has a deadline; past it, or on any
-connection fault, the call raises StoreUnavailableError.
+expiry of both keys. A replica that remembers a match's record (the servicer's RecordCache) plays
+from it and sends only the script, which answers the current record when the match moved on: one
+round trip per play on a warm replica, two on a cold one. Every call has a deadline; past it, or
+on any connection fault, the call raises StoreUnavailableError.
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ return 1
 """
 
 # KEYS: match record, events stream. ARGV: ttl ms, maxlen, expected version (8-byte prefix),
-# new version, new record, then the entry's field/value pairs.
+# new version, new record, then the entry's field/value pairs. Answers 1 when applied; else the
+# current record (another change won the race: the caller decides again without a GET), or 0
+# when the match is gone.
 _COMMIT: Final = """
-if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return 0 end
+if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return redis.call('GET', KEYS[1]) or 0 end
 redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 6))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
@@ -156,6 +160,12 @@ class RedisStore:
         return bool(created)
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
+        applied, _ = await self.commit_or_current(match_id, commit)
+        return applied
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
         applied = await self._call(
             self._commit(
                 keys=[keys.match_key(match_id), keys.events_key(match_id)],
@@ -169,7 +179,9 @@ class RedisStore:
                 ],
             )
         )
-        return bool(applied)
+        if applied == 1:
+            return True, None
+        return False, decode_record(match_id, applied) if applied else None
 
     async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
         key = keys.events_key(match_id)
