@@ -9,6 +9,7 @@ import json
 import time
 
 from tests.bench.engine_bench import engine_figures
+from tests.bench.profile_play import profile_plays, summary
 from tests.bench.service_bench import service_figures
 
 
@@ -17,6 +18,8 @@ def main() -> None:
     figures = engine_figures()
     print()
     figures.update(service_figures())
+    print()
+    print("\n".join(summary(*profile_plays())))
     print(f"\n(benchmark took {time.monotonic() - started:.0f} s)")
     print(json.dumps(figures))
 

@@ -243,3 +243,21 @@ def test_request_records_written_before_versions_still_give_their_stored_respons
     new = records.SeatRequest(b"h" * 16, b"f" * 16, 77)
     assert records.SeatRequest.decode(new.encode()) == new
     assert len(new.encode()) == 41
+
+
+def test_the_redis_store_packs_commands_as_redis_py_would(redis_url: str) -> None:
+    # The store packs with hiredis (C) for speed: the bytes on the wire must not change.
+    from redis.asyncio import Redis
+    from redis.asyncio.connection import Connection
+
+    store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=100, timeout_s=5)
+    assert isinstance(store._redis, Redis)
+    packed = store._redis.connection_pool.connection_class().pack_command
+    for command in [
+        ("EVALSHA", "f" * 40, 2, "basra:{m}", "basra:{m}:events", 60000, 100, b"\x00" * 8, 3),
+        ("GET", "basra:{m}"),
+        ("MEMORY USAGE", b"basra:{m}", "SAMPLES", 0),
+        ("XADD", "k", "MAXLEN", 2000, "*", "e", b"\xff" * 300, "c", 1.5),
+    ]:
+        assert b"".join(packed(*command)) == b"".join(Connection().pack_command(*command))
+    asyncio.run(store.close())

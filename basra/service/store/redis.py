@@ -15,6 +15,7 @@ import asyncio
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+import hiredis
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -121,6 +122,8 @@ class RedisStore:
             self._blocking = Redis.from_url(url, **blocking_options)
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
+        if isinstance(self._redis, Redis):  # a cluster client's connections live per node
+            _pack_with_hiredis(self._redis)
 
     async def _call(
         self, operation: Any, timeout_s: float | None = None, *, blocking: bool = False
@@ -252,6 +255,21 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     )
     master: Redis = sentinel.master_for(path[0], db=int(path[1]) if len(path) > 1 else 0)
     return master, sentinel
+
+
+def _pack_with_hiredis(client: Redis) -> None:
+    """Have the client's connections pack commands with hiredis (C) rather than redis-py's
+    Python packer, as redis-py's blocking client does: the commit, with its record and event
+    entry, is packed on every Play. The bytes are the same (tests/service/test_store_contract)."""
+    pool = client.connection_pool
+    base = pool.connection_class
+
+    def pack_command(self: Any, *args: Any) -> list[bytes]:
+        if isinstance(args[0], str) and " " in args[0]:  # "MEMORY USAGE": words go apart
+            args = (*args[0].split(), *args[1:])
+        return [hiredis.pack_command(args)]
+
+    pool.connection_class = type(f"Hiredis{base.__name__}", (base,), {"pack_command": pack_command})
 
 
 def _entry_fields(entry: EventEntry) -> list[bytes | str]:
