@@ -162,3 +162,20 @@ def test_a_view_shows_the_last_play_and_each_sides_captured_special_cards() -> N
         assert sum(state.profile.points.points[c] for c in specials) == state.profile.points.of(
             state.captured[side]
         )
+
+
+def test_any_flipped_byte_of_a_four_seat_rubber_state_is_rejected_or_still_consistent() -> None:
+    profile = match_profile("jordanian", 4, rubber=True)
+    states = random_match(9, random.Random(9), profile)
+    data = encode(next(s for s in states if s.history and s.plays == 30))
+    rejected = 0
+    for i in range(len(data)):
+        corrupt = bytearray(data)
+        corrupt[i] ^= 0x80
+        try:
+            state = decode(bytes(corrupt))
+        except CorruptStateError:
+            rejected += 1
+        else:
+            assert encode(state) == bytes(corrupt)
+    assert rejected > len(data) // 2  # the seed and some profile fields may take any value

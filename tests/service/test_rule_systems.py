@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, cast
 
 import grpc
@@ -339,3 +340,37 @@ def test_a_retry_older_than_the_kept_history_is_history_trimmed_and_changes_noth
     )
     assert (rejection.code, rejection.reason) == (grpc.StatusCode.OUT_OF_RANGE, "HISTORY_TRIMMED")
     assert store.get(keys.match_key(created.match_id)) == before
+
+
+def test_list_rules_and_create_match_answer_the_same_over_every_transport(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    from tests.service.test_http import TRANSPORTS, Client, normalized, rejected
+
+    server = start_server(redis_url=redis_url)
+    answers = {}
+    for transport in TRANSPORTS:
+        client = Client(server, transport)
+        try:
+            listed = client.call("ListRules", pb.ListRulesRequest())
+            created = client.call(
+                "CreateMatch",
+                pb.CreateMatchRequest(
+                    rules="persian", seats=3, seed=5, seat=1, request_id=str(uuid.uuid4())
+                ),
+            )
+            names = {created.match_id: "<match>"}
+            names |= {t.token: f"<token {t.seat}>" for t in created.seat_tokens}
+            too_many = pb.CreateMatchRequest(
+                rules="egyptian", seats=3, request_id=str(uuid.uuid4())
+            )
+            failure = rejected(partial(client.call, "CreateMatch", too_many))
+            answers[transport] = (listed, normalized(created, names), failure)
+        finally:
+            client.close()
+    reference = answers["grpc"]
+    assert [r.name for r in reference[0].rules][:2] == ["eram", "egyptian"]
+    assert reference[1]["view"]["seat"] == 1
+    assert reference[2].code == "INVALID_ARGUMENT"
+    for transport, answer in answers.items():
+        assert answer == reference, transport
