@@ -39,7 +39,7 @@ $(TOOLS): constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf protoc-gen-connectrpc
-	$(PIP) install -c constraints.txt mypy
+	$(PIP) install -c constraints.txt mypy 'setuptools>=77'  # mypyc and setup.py build the engine
 	@touch $@
 
 # Generated Python stubs: built from proto/ by buf into basra/v1, never committed (ignored), so
