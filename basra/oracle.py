@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from basra.engine import (
     ERAM,
+    MAX_PLANS,
     RULE_SYSTEMS,
     BasraError,
     Card,
@@ -26,6 +27,7 @@ from basra.engine import (
     rule_system,
 )
 from basra.engine.cards import format_cards
+from basra.engine.plans import plan_count
 from basra.engine.rules import BASRA_VALUE
 
 
@@ -49,6 +51,9 @@ def plans_document(
     if profile != ERAM:
         document["rules"] = profile.name
     document["plans"] = [_plan_json(p, card, profile) for p in plans]
+    total = plan_count(floor, card, profile)
+    if total > len(plans):
+        document["plans_total"] = total  # only the first MAX_PLANS are offered
     return document
 
 
@@ -129,12 +134,19 @@ def render(document: dict[str, Any], *, symbols: bool = False) -> str:
             f"plan {plan['id']}: {cards(plan['captures'])}"
             + (f"  ({', '.join(flags)})" if flags else "")
         )
+    if "plans_total" in document:
+        lines.append(
+            f"{document['plans_total']} plans exist: the rules offer only the first {MAX_PLANS}"
+        )
     return "\n".join(lines)
 
 
 def run_batch(source: IO[str], out: IO[str], err: IO[str], default_rules: str = ERAM.name) -> int:
-    """Answer JSON lines ``{"floor": [...], "card": "..."}`` one per line, in order (a line
-    may name its ``"rules"``; else ``default_rules``).
+    """Answer JSON lines ``{"floor": ..., "card": "..."}`` one per line, in order (a line may
+    name its ``"rules"``; else ``default_rules``).
+
+    ``floor`` is written as on the command line (``"4S 6H"``) or as a list (``["4S", "6H"]``),
+    and may be left out (an empty floor); cards as ``--card`` takes them (``10D``, ``TD``, ``10♦``).
 
     A bad line gets ``{"line": n, "error": {...}}`` in its place, so answers stay aligned with
     questions; the exit status is 1 when any line failed.
@@ -147,10 +159,14 @@ def run_batch(source: IO[str], out: IO[str], err: IO[str], default_rules: str = 
             request = json.loads(line)
             if not isinstance(request, dict):
                 raise InvalidInputError("each line must be a JSON object")
-            floor, card = request.get("floor"), request.get("card")
+            floor, card = request.get("floor", ""), request.get("card")
             rules = request.get("rules", default_rules)
-            if not isinstance(floor, list) or not all(isinstance(t, str) for t in floor):
-                raise InvalidInputError('"floor" must be a list of card strings')
+            if not isinstance(floor, str) and not (
+                isinstance(floor, list) and all(isinstance(t, str) for t in floor)
+            ):
+                raise InvalidInputError(
+                    '"floor" must be a string of cards ("4S 6H") or a list of card strings'
+                )
             if not isinstance(card, str):
                 raise InvalidInputError('"card" must be a card string')
             if not isinstance(rules, str):
@@ -166,21 +182,47 @@ def run_batch(source: IO[str], out: IO[str], err: IO[str], default_rules: str = 
 
 
 def main(
-    floor: str | None, card: str | None, batch: str | None, as_json: bool, rules: str = ERAM.name
+    floor: str | None,
+    card: str | None,
+    batch: str | None,
+    as_json: bool,
+    *,
+    symbols: bool = False,
+    rules: str = ERAM.name,
 ) -> int:
-    """Entry point of ``basra-engine plans``; returns the exit status."""
+    """Entry point of ``basra-engine plans``; returns the exit status.
+
+    Errors are one line on stderr, or with ``as_json`` one ``{"error": {...}}`` object on stdout.
+    """
+
+    def fail(reason: str, message: str, status: int) -> int:
+        if as_json:
+            print(json.dumps({"error": {"reason": reason, "message": message}}, ensure_ascii=False))
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return status
+
+    if batch is not None and (card is not None or floor):
+        return fail(
+            "FLAGS_CONFLICT",
+            "--batch reads each line's floor and card: leave out --card/--floor",
+            2,
+        )
     if batch is not None:
         if batch == "-":
             return run_batch(sys.stdin, sys.stdout, sys.stderr, rules)
-        with open(batch, encoding="utf-8") as source:
-            return run_batch(source, sys.stdout, sys.stderr, rules)
+        try:
+            with open(batch, encoding="utf-8") as source:
+                return run_batch(source, sys.stdout, sys.stderr, rules)
+        except OSError as exc:
+            return fail("BATCH_UNREADABLE", f"cannot read --batch {batch}: {exc.strerror}", 2)
     if card is None:
-        print("error: give --card (and --floor), or --batch FILE", file=sys.stderr)
-        return 2
+        return fail("CARD_MISSING", "give --card (and --floor), or --batch FILE", 2)
     try:
         document = plans_document(floor or "", card, rules)
     except BasraError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(document, ensure_ascii=False) if as_json else render(document))
+        return fail(exc.reason, str(exc), 1)
+    print(
+        json.dumps(document, ensure_ascii=False) if as_json else render(document, symbols=symbols)
+    )
     return 0

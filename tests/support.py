@@ -96,10 +96,10 @@ class RedisProcess:
 class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, listen: str = "127.0.0.1:0") -> None:
         self.settings = replace(
             settings,
-            listen="127.0.0.1:0",
+            listen=listen,
             http_listen=None if settings.http_listen is None else "127.0.0.1:0",
         )
         self.loop = asyncio.new_event_loop()
@@ -203,7 +203,10 @@ async def _task_stacks() -> str:
     out = io.StringIO()
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
-            task.print_stack(limit=8, file=out)
+            try:
+                task.print_stack(limit=8, file=out)
+            except TypeError:  # a frame of compiled (Cython) code has no line number
+                print(repr(task), file=out)
     return out.getvalue()
 
 

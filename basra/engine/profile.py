@@ -13,7 +13,7 @@ system does not allow. ``ERAM`` (RULES.md, two seats) is the engine's default.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import ClassVar, Final
 
 from basra.engine.cards import (
     DECK_SIZE,
@@ -34,36 +34,43 @@ _POINTS_SHIFT: Final = 60
 class PointTable:
     """Special points per card (index order), and each card's share of a plan's offering rank.
 
-    Hashable by value with the hash computed once: the plan caches key on it (a plan's order
-    depends on the points), and that key is looked up on every play.
+    Interned: equal tables are one object, so equality and hashing are identity, done in C. The
+    plan caches key on the table (a plan's order depends on the points), a lookup made for every
+    card on every play.
     """
 
-    __slots__ = ("_hash", "plan_scores", "points", "total")
+    __slots__ = ("plan_scores", "points", "total")
+    _interned: ClassVar[dict[tuple[int, ...], PointTable]] = {}
+    points: tuple[int, ...]
+    plan_scores: tuple[int, ...]
+    total: int
 
-    def __init__(self, points: tuple[int, ...]) -> None:
+    def __new__(cls, points: tuple[int, ...]) -> PointTable:
+        found = cls._interned.get(points)
+        if found is not None:
+            return found
         if len(points) != DECK_SIZE or not all(0 <= p <= 255 for p in points):
             raise ValueError("a point table holds 52 points of 0..255")
-        self.points: Final = points
-        self.total: Final = sum(points)
+        table = super().__new__(cls)
+        table.points = points
+        table.total = sum(points)
         # RULES.md's offering order: more cards, then more points, then the smaller index list;
         # additive per card (see engine.plans), so each card gets one integer share.
-        self.plan_scores: Final = tuple(
+        table.plan_scores = tuple(
             (1 << _SIZE_SHIFT) + (p << _POINTS_SHIFT) + (1 << (DECK_SIZE - 1 - c))
             for c, p in enumerate(points)
         )
-        self._hash: Final = hash(points)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PointTable) and other.points == self.points
-
-    def __hash__(self) -> int:
-        return self._hash
+        cls._interned[points] = table
+        return table
 
     def __repr__(self) -> str:
         held = ", ".join(
             f"{RANKS[c % 13]}{SUITS[c // 13]}: {p}" for c, p in enumerate(self.points) if p
         )
         return f"PointTable({{{held}}})"
+
+    def __reduce__(self) -> tuple[type[PointTable], tuple[tuple[int, ...]]]:
+        return (PointTable, (self.points,))
 
     def of(self, mask: int) -> int:
         """The special points held in ``mask``."""

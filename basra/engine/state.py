@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from basra.engine.cards import DECK_SIZE, Card
 from basra.engine.profile import Profile
@@ -114,9 +115,9 @@ class GameResult:
     """Each side's final total in that game."""
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class LastPlay:
-    """The most recent play of the current hand, as every seat saw it."""
+class LastPlay(NamedTuple):
+    """The most recent play of the current hand, as every seat saw it (a named tuple: one is
+    made on every play, and a tuple is the cheapest immutable record to build)."""
 
     seat: int
     card: Card
@@ -127,23 +128,6 @@ class LastPlay:
     basra_points: int
     """Points the play scored as a basra; 0 when it was none."""
     sweep: bool
-
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
-    def __init__(
-        self,
-        seat: int,
-        card: Card,
-        plan: int,
-        captured: tuple[Card, ...],
-        basra_points: int,
-        sweep: bool,
-    ) -> None:
-        object.__setattr__(self, "seat", seat)
-        object.__setattr__(self, "card", card)
-        object.__setattr__(self, "plan", plan)
-        object.__setattr__(self, "captured", captured)
-        object.__setattr__(self, "basra_points", basra_points)
-        object.__setattr__(self, "sweep", sweep)
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -124,6 +124,10 @@ def serve_command(
         "100000",
         "--create-burst",
         "100000",
+        "--caller-create-rate",
+        "100000",
+        "--caller-create-burst",
+        "100000",
         *extra,
     ]
 
@@ -324,7 +328,7 @@ async def sample_partnership_match(target: str, client: redis.Redis) -> int:
         stub = basra_service_pb2_grpc.BasraServiceStub(channel)
         created = await stub.CreateMatch(
             pb.CreateMatchRequest(
-                rules="egyptian", seats=4, seed=424242, request_id=uuid.uuid4().hex
+                rules="egyptian", seats=4, seed=424242, request_id=str(uuid.uuid4())
             )
         )
         state, _ = new_match(424242, match_profile("egyptian", 4))
