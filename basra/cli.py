@@ -58,6 +58,17 @@ def _client_flags(parser: argparse.ArgumentParser, target: str | None) -> None:
         "--seed", type=int, help="match seed, to replay a match (the server must allow seeds)"
     )
     parser.add_argument("--api-key", help="API key, when the server requires one")
+    parser.add_argument(
+        "--rules",
+        metavar="NAME",
+        help="rule system of a new match (see `basra-engine rules`; default: eram)",
+    )
+    parser.add_argument(
+        "--seats",
+        type=int,
+        default=0,
+        help="seats of a new match, bots in the others (default: the rules' smallest)",
+    )
     _cards_flag(parser, "symbols")
 
 
@@ -189,12 +200,19 @@ def _main(argv: Sequence[str] | None) -> int:
             api_key=args.api_key,
             pace=args.pace,
             symbols=args.cards == "symbols",
+            rules=args.rules,
+            seats=args.seats,
         )
     if args.command == "play":
         from basra.client import play
 
-        if args.resume is not None and (args.seed is not None or args.hot_seat):
-            parser.error("play: --resume continues a match as it was: leave out --seed/--hot-seat")
+        if args.resume is not None and (
+            args.seed is not None or args.hot_seat or args.rules is not None or args.seats
+        ):
+            parser.error(
+                "play: --resume continues a match as it was: "
+                "leave out --seed/--hot-seat/--rules/--seats"
+            )
         return play.run(
             args.target,
             sys.stdout,
@@ -203,6 +221,8 @@ def _main(argv: Sequence[str] | None) -> int:
             api_key=args.api_key,
             symbols=args.cards == "symbols",
             resume=args.resume,
+            rules=args.rules,
+            seats=args.seats,
         )
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 
