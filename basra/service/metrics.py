@@ -46,6 +46,7 @@ class Metrics:
     store_errors: Counter
     store_up: Gauge
     watch_streams: Gauge
+    record_cache: Counter
     request_timeouts: Counter
     store_full: Gauge
     store_full_writes: Counter
@@ -138,6 +139,13 @@ class Metrics:
             watch_streams=Gauge(
                 "basra_watch_streams", "Open WatchMatch streams", registry=registry
             ),
+            record_cache=Counter(
+                "basra_record_cache",
+                "Changes (Play, next Deal) that started from the record this replica remembered "
+                "(hit: no GET) or had to load it (miss)",
+                ["result"],
+                registry=registry,
+            ),
             store_full=Gauge(
                 "basra_store_full",
                 "1 when the last store health check found it refusing writes (out of memory)",
@@ -205,6 +213,11 @@ class InstrumentedStore:
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
         return await self._timed("commit", self.inner.commit(match_id, commit))
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        return await self._timed("commit", self.inner.commit_or_current(match_id, commit))
 
     async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
         # A blocking wait is not a latency; only failures are counted.

@@ -11,6 +11,7 @@ import time
 from tests.bench.client_bench import client_figures
 from tests.bench.engine_bench import engine_figures
 from tests.bench.hardening_bench import hardening_figures
+from tests.bench.profile_play import profile_plays, summary
 from tests.bench.service_bench import service_figures
 
 
@@ -23,6 +24,8 @@ def main() -> None:
     figures.update(hardening_figures())
     print()
     figures.update(client_figures())
+    print()
+    print("\n".join(summary(*profile_plays())))
     print(f"\n(benchmark took {time.monotonic() - started:.0f} s)")
     print(json.dumps(figures))
 

@@ -105,6 +105,14 @@ class Store(Protocol):
         """
         ...
 
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        """``commit``, answering in the same round trip what a retry needs: (True, None) when
+        applied; (False, the current record) when another change won the race; (False, None)
+        when the match is gone."""
+        ...
+
     async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
         """Entries with versions above ``after_version``, oldest first; when there are none yet,
         wait up to ``wait_s`` seconds for one."""
