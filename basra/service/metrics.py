@@ -6,13 +6,20 @@ The full list, for operators, is in deploy/README.md ("Metrics").
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from basra.service.store.base import Commit, EventPage, MatchRecord, NewMatch, Store
+from basra.service.store.base import (
+    ChangeFeed,
+    Commit,
+    EventPage,
+    MatchRecord,
+    NewMatch,
+    Store,
+)
 
 T = TypeVar("T")
 _LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
@@ -35,6 +42,8 @@ class Metrics:
     store_errors: Counter
     store_up: Gauge
     watch_streams: Gauge
+    watch_matches: Gauge
+    watch_reconnects: Counter
 
     @classmethod
     def create(cls) -> Metrics:
@@ -87,6 +96,16 @@ class Metrics:
             watch_streams=Gauge(
                 "basra_watch_streams", "Open WatchMatch streams", registry=registry
             ),
+            watch_matches=Gauge(
+                "basra_watch_matches",
+                "Matches the replica's shared WatchMatch reader follows (they have open streams)",
+                registry=registry,
+            ),
+            watch_reconnects=Counter(
+                "basra_watch_reader_reconnects",
+                "Times the shared WatchMatch reader lost its store connection and reconnected",
+                registry=registry,
+            ),
         )
 
     def serve_http(self, port: int) -> int:
@@ -124,13 +143,14 @@ class InstrumentedStore:
     async def commit(self, match_id: str, commit: Commit) -> bool:
         return await self._timed("commit", self.inner.commit(match_id, commit))
 
-    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
-        # A blocking wait is not a latency; only failures are counted.
-        try:
-            return await self.inner.events(match_id, after_version, wait_s)
-        except Exception:
-            self._errors["events"].inc()
-            raise
+    async def events(self, match_id: str, after_version: int) -> EventPage:
+        return await self._timed("events", self.inner.events(match_id, after_version))
+
+    async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
+        return await self._timed("events", self.inner.events_many(after))
+
+    def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:
+        return self.inner.feed(on_reconnect)
 
     async def ping(self) -> None:
         await self._timed("ping", self.inner.ping())

@@ -46,6 +46,7 @@ def open_store(settings: Settings) -> Store:
         ttl_s=settings.match_ttl_s,
         events_maxlen=settings.events_maxlen,
         timeout_s=settings.store_timeout_s,
+        watch_poll_s=settings.watch_poll_s,
     )
 
 
@@ -59,6 +60,7 @@ class BasraServer:
     metrics: Metrics
     health: Any  # grpc_health.v1.health.aio.HealthServicer (published untyped)
     metrics_port: int | None = None
+    servicer: Servicer | None = None
     _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def stop(self, drain_s: float | None) -> None:
@@ -76,6 +78,8 @@ class BasraServer:
         if drain_s:
             await asyncio.sleep(drain_s / 4)
         await self.grpc_server.stop(drain_s * 3 / 4 if drain_s else drain_s)
+        if self.servicer is not None:
+            await self.servicer.close()
         await self.store.close()
 
     async def watch_store(self, interval_s: float) -> None:
@@ -122,7 +126,8 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ]
     server = grpc.aio.server(options=options)
-    register(server, Servicer(settings, instrumented, metrics))
+    servicer = Servicer(settings, instrumented, metrics)
+    register(server, servicer)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -138,7 +143,7 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     if port == 0:
         raise OSError(f"cannot listen on {settings.listen}")
     await server.start()
-    running = BasraServer(server, port, instrumented, metrics, health_servicer)
+    running = BasraServer(server, port, instrumented, metrics, health_servicer, servicer=servicer)
     if settings.metrics_port is not None:
         running.metrics_port = metrics.serve_http(settings.metrics_port)
     running._watchdog = asyncio.create_task(running.watch_store(settings.health_interval_s))

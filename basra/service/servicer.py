@@ -44,7 +44,7 @@ from basra.engine import (
     new_match,
 )
 from basra.engine.game import MAX_SEED
-from basra.service import auth, convert, records
+from basra.service import auth, convert, records, watch
 from basra.service.config import Settings
 from basra.service.errors import (
     ServiceError,
@@ -63,7 +63,6 @@ from basra.service.store import (
     Store,
     StoreUnavailableError,
 )
-from basra.service.store.base import EventPage
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
 
@@ -121,11 +120,6 @@ def register(server: grpc.aio.Server, servicer: Servicer) -> None:
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
 
 
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 def _reject(error: BaseException) -> ServiceError:
     """The status a failure of a call becomes."""
     if isinstance(error, ServiceError):
@@ -178,9 +172,14 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
         self._states = StateCache()
+        self._watchers = watch.Watchers(store, metrics)
         # Labelled metric children by label values, resolved once.
         self._calls: dict[tuple[str, str], Any] = {}
         self._latency: dict[str, Any] = {}
+
+    async def close(self) -> None:
+        """End the open WatchMatch streams' shared reader (the server is stopping)."""
+        await self._watchers.close()
 
     def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
         elapsed = time.perf_counter() - start
@@ -423,51 +422,15 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
             raise invalid_argument(
                 "after_version", f"is beyond the match's current version {record.version}"
             )
+        if state.winner is not None and request.after_version >= record.version:
+            return  # the match is over and everything was sent
+        stream = self._watchers.open(record.match_id, seat, request.after_version)
         # A stream waiting on an idle match writes nothing, so gRPC would never notice the client
-        # leave: every wait races the end of the call instead.
-        loop = asyncio.get_running_loop()
-        ended: asyncio.Future[None] = loop.create_future()
-
-        def on_done(_: Context) -> None:
-            loop.call_soon_threadsafe(_settle, ended)
-
-        # grpc-stubs declares DoneCallback a class, not a Protocol: a function is what grpc takes.
-        context.add_done_callback(on_done)  # type: ignore[arg-type]
-        after = request.after_version
-        first = True
-        waiting: asyncio.Future[EventPage] | None = None
-        try:
-            while state.winner is None or after < record.version:  # else: all sent, match over
-                waiting = asyncio.ensure_future(
-                    self._store.events(record.match_id, after, self._settings.watch_poll_s)
-                )
-                await asyncio.wait((waiting, ended), return_when=asyncio.FIRST_COMPLETED)
-                if ended.done():
-                    return  # the client has gone
-                page = waiting.result()
-                if page.oldest_version is None:
-                    raise _not_found(record.match_id)
-                if first and after and after + 1 < page.oldest_version:
-                    raise ServiceError(
-                        grpc.StatusCode.OUT_OF_RANGE,
-                        "HISTORY_TRIMMED",
-                        "events after that version are no longer kept: call GetMatch and resume "
-                        "from its version",
-                        {"after_version": after, "oldest_version": page.oldest_version},
-                    )
-                first = False
-                for entry in page.entries:
-                    dealt = records.decode_cards(entry.dealt_to(seat))
-                    for event in records.decode_events(entry.events):
-                        yield pb.WatchMatchResponse(event=convert.for_seat(event, dealt))
-                        if event.HasField("match_ended"):
-                            return
-                    after = entry.version
-        finally:
-            if waiting is not None and not waiting.done():
-                waiting.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StoreUnavailableError):
-                    await waiting
+        # leave: the end of the call releases the stream's place at once.
+        on_done = watch.stream_ended_callback(asyncio.get_running_loop(), stream)
+        context.add_done_callback(on_done)  # type: ignore[arg-type]  # grpc-stubs: a class
+        async for response in stream.responses():
+            yield response
 
     # -- Shared paths -------------------------------------------------------------------------
 

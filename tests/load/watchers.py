@@ -1,0 +1,212 @@
+"""Many WatchMatch streams at once, like a replica full of players: for the fan-out tests and
+``make bench``.
+
+``Crowd`` creates matches with known seeds, opens one stream per seat of each (or a spectator's),
+spread over many client connections the way many browsers would be, then plays one move in every
+match and records when each stream got it. It runs in its own event loop thread, so a test can
+look at the server and at Redis while the streams are open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import grpc
+import redis
+
+from basra.client.match import card_pb
+from basra.engine import new_match
+from basra.engine.bots import random_play
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
+
+T = TypeVar("T")
+STREAMS_PER_CONNECTION = 100  # the shipped BASRA_MAX_CONCURRENT_STREAMS
+
+
+@dataclass
+class Watched:
+    """One match of the crowd: its tokens, and the move played in it."""
+
+    seed: int
+    match_id: str
+    tokens: dict[int, str]
+    played_at: float = 0.0
+    """When the Play was sent (time.monotonic)."""
+
+
+@dataclass
+class Stream:
+    """One open WatchMatch stream and what it received."""
+
+    match: Watched
+    seat: int
+    events: list[Any] = field(default_factory=list)
+    received_at: list[float] = field(default_factory=list)
+    error: grpc.StatusCode | None = None
+    call: Any = None
+
+
+class Crowd:
+    """Matches and their streams, driven from an event loop of their own."""
+
+    def __init__(self, target: str, *, connections: int | None = None) -> None:
+        self.target = target
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.connections = connections
+        self.channels: list[grpc.aio.Channel] = []
+        self.matches: list[Watched] = []
+        self.streams: list[Stream] = []
+        self._readers: list[asyncio.Task[None]] = []
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 300) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def create(self, count: int, first_seed: int = 1) -> None:
+        """Create ``count`` matches (seeds from ``first_seed``)."""
+        self.run(self._create(count, first_seed))
+
+    async def _create(self, count: int, first_seed: int) -> None:
+        channel = grpc.aio.insecure_channel(self.target)
+        stub = basra_service_pb2_grpc.BasraServiceStub(channel)
+        gate = asyncio.Semaphore(64)
+
+        async def one(seed: int) -> Watched:
+            async with gate:
+                response = await stub.Deal(
+                    pb.DealRequest(seed=seed, request_id=str(uuid.uuid4())), timeout=60
+                )
+            return Watched(seed, response.match_id, {t.seat: t.token for t in response.seat_tokens})
+
+        seeds = range(first_seed, first_seed + count)
+        self.matches += await asyncio.gather(*(one(seed) for seed in seeds))
+        await channel.close(None)
+
+    def watch(self, tokens: Callable[[Watched], Sequence[tuple[int, str]]] | None = None) -> None:
+        """Open streams after version 1: by default one per seat of every match; ``tokens``
+        gives (label, token) pairs per match otherwise (a label is the stream's ``seat``)."""
+        self.run(self._watch(tokens or (lambda m: sorted(m.tokens.items()))))
+
+    async def _watch(self, tokens: Callable[[Watched], Sequence[tuple[int, str]]]) -> None:
+        wanted = [Stream(m, seat) for m in self.matches for seat, _ in tokens(m)]
+        secrets = [token for m in self.matches for _, token in tokens(m)]
+        needed = self.connections or -(-len(wanted) // STREAMS_PER_CONNECTION)
+        # A connection per channel (gRPC shares one per target otherwise), as many browsers do.
+        local = [("grpc.use_local_subchannel_pool", 1)]
+        while len(self.channels) < needed:
+            self.channels.append(grpc.aio.insecure_channel(self.target, options=local))
+        stubs = [basra_service_pb2_grpc.BasraServiceStub(c) for c in self.channels]
+        for index, (stream, token) in enumerate(zip(wanted, secrets, strict=True)):
+            stub = stubs[index % len(stubs)]
+            stream.call = stub.WatchMatch(
+                pb.WatchMatchRequest(match_id=stream.match.match_id, after_version=1),
+                metadata=(("authorization", f"Bearer {token}"),),
+            )
+            self._readers.append(asyncio.create_task(self._read(stream)))
+        self.streams += wanted
+
+    async def _read(self, stream: Stream) -> None:
+        try:
+            async for response in stream.call:
+                stream.received_at.append(time.monotonic())
+                stream.events.append(response.event)
+        except grpc.aio.AioRpcError as error:
+            stream.error = error.code()
+        except asyncio.CancelledError:
+            pass
+
+    def play_everywhere(self, per_second: float = 0) -> None:
+        """One legal move in every match (paced at ``per_second`` plays when given)."""
+        self.run(self._play(per_second))
+
+    async def _play(self, per_second: float) -> None:
+        channel = grpc.aio.insecure_channel(self.target)
+        stub = basra_service_pb2_grpc.BasraServiceStub(channel)
+        gate = asyncio.Semaphore(64)
+        start = time.monotonic()
+
+        async def one(index: int, match: Watched) -> None:
+            if per_second:
+                await asyncio.sleep(max(0.0, start + index / per_second - time.monotonic()))
+            state, _ = new_match(match.seed)
+            play = random_play(state, random.Random(match.seed))
+            request = pb.PlayRequest(
+                match_id=match.match_id,
+                card=card_pb(play.card),
+                plan_id=play.plan or 0,
+                request_id=uuid.uuid4().hex,
+            )
+            async with gate:
+                match.played_at = time.monotonic()
+                await stub.Play(
+                    request,
+                    metadata=(("authorization", f"Bearer {match.tokens[play.seat]}"),),
+                    timeout=60,
+                )
+
+        await asyncio.gather(*(one(i, m) for i, m in enumerate(self.matches)))
+        await channel.close(None)
+
+    def wait(self, done: Callable[[], bool], timeout: float = 120, what: str = "") -> None:
+        """Wait (polling) until ``done()``; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not reached within {timeout} s: {what}")
+            time.sleep(0.05)
+
+    def got(self, version: int) -> list[Stream]:
+        """The streams that received an event of ``version``."""
+        return [s for s in self.streams if any(e.version == version for e in s.events)]
+
+    def failed(self) -> list[Stream]:
+        return [s for s in self.streams if s.error is not None]
+
+    def delays_ms(self, version: int) -> list[float]:
+        """Per stream, from the Play sent to the first event of ``version`` received."""
+        delays = []
+        for stream in self.streams:
+            for event, at in zip(stream.events, stream.received_at, strict=True):
+                if event.version == version:
+                    delays.append((at - stream.match.played_at) * 1000)
+                    break
+        return delays
+
+    def leave(self) -> None:
+        """Cancel every stream (the clients go away)."""
+        self.run(self._leave())
+
+    async def _leave(self) -> None:
+        for stream in self.streams:
+            stream.call.cancel()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.run(self._close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+    async def _close(self) -> None:
+        for task in self._readers:
+            task.cancel()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        for channel in self.channels:
+            await channel.close(None)
+
+
+def redis_connections(client: redis.Redis) -> int:
+    """Connections open to this Redis, not counting ``client``'s own."""
+    listed = client.client_list()
+    return len(listed) - 1
