@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Final
 
 import grpc
@@ -346,14 +346,3 @@ class Watchers:
             followed.wake()
             return
         unread[change.match_id] = followed.latest
-
-
-def stream_ended_callback(
-    loop: asyncio.AbstractEventLoop, stream: WatchStream
-) -> Callable[..., None]:
-    """A gRPC done callback that makes ``stream`` leave on its event loop."""
-
-    def done(_: object) -> None:
-        loop.call_soon_threadsafe(stream.leave)
-
-    return done
