@@ -92,6 +92,14 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
     )
 
 
+def spectator_view_to_pb(state: State, match_id: str, version: int) -> game_pb2.MatchView:
+    """A spectator's view: the table and every seat's public figures, no hand at all."""
+    public = view_to_pb(state, 0, match_id, version)
+    public.ClearField("hand")
+    public.spectator = True
+    return public
+
+
 def plan_to_pb(plan: Plan) -> game_pb2.Plan:
     return game_pb2.Plan(
         id=plan.id, captures=cards_to_pb(plan.captures), basra=plan.basra, sweep=plan.sweep

@@ -234,6 +234,9 @@ class Servicer:
                     version=1,
                     state=encode(state),
                     token_hashes=tuple(auth.token_hash(text) for text, _ in tokens),
+                    watch_hashes=tuple(
+                        auth.token_hash(auth.watch_token(text)) for text, _ in tokens
+                    ),
                     creation=creation,
                     requests=(b"",) * SEATS,
                 ),
@@ -345,14 +348,33 @@ class Servicer:
         )
 
     async def Score(self, request: pb.ScoreRequest, caller: Caller) -> pb.ScoreResponse:
-        record, _, state = await self._read(request.match_id, caller)
+        record, _, state = await self._read_viewer(request.match_id, caller)
         return pb.ScoreResponse(scoreboard=convert.scoreboard_to_pb(state), version=record.version)
 
     async def GetMatch(self, request: pb.GetMatchRequest, caller: Caller) -> pb.GetMatchResponse:
-        record, seat, state = await self._read(request.match_id, caller)
-        return pb.GetMatchResponse(
-            view=convert.view_to_pb(state, seat, record.match_id, record.version)
-        )
+        record, seat, state = await self._read_viewer(request.match_id, caller)
+        if seat is None:
+            view = convert.spectator_view_to_pb(state, record.match_id, record.version)
+        else:
+            view = convert.view_to_pb(state, seat, record.match_id, record.version)
+        return pb.GetMatchResponse(view=view)
+
+    async def CreateWatchToken(
+        self, request: pb.CreateWatchTokenRequest, caller: Caller
+    ) -> pb.CreateWatchTokenResponse:
+        auth.check_match_id(request.match_id)
+        token = auth.bearer_token(caller.metadata)
+        record = await self._load(request.match_id)
+        auth.seat_of(token, record.token_hashes, record.watch_hashes)
+        if not record.watch_hashes:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "WATCH_TOKENS_UNSUPPORTED",
+                "this match was created before watch tokens existed: it has none",
+                {"match_id": record.match_id},
+            )
+        # The seat's watch token is derived from its seat token: the same on every call.
+        return pb.CreateWatchTokenResponse(watch_token=auth.watch_token(token))
 
     async def WatchMatch(
         self, request: pb.WatchMatchRequest, caller: Caller
@@ -373,7 +395,7 @@ class Servicer:
     ) -> AsyncIterator[pb.WatchMatchResponse]:
         if request.after_version < 0:
             raise invalid_argument("after_version", "must be 0 or more")
-        record, seat, state = await self._read(request.match_id, caller)
+        record, seat, state = await self._read_viewer(request.match_id, caller)
         if request.after_version > record.version:
             raise invalid_argument(
                 "after_version", f"is beyond the match's current version {record.version}"
@@ -396,11 +418,20 @@ class Servicer:
         return record
 
     async def _read(self, match_id: str, caller: Caller) -> tuple[MatchRecord, int, State]:
-        """The match, the caller's seat and the state, for a read-only call."""
+        """The match, the caller's seat and the state, for a read-only call of a seat."""
+        record, seat, state = await self._read_viewer(match_id, caller)
+        if seat is None:
+            raise auth.read_only()
+        return record, seat, state
+
+    async def _read_viewer(
+        self, match_id: str, caller: Caller
+    ) -> tuple[MatchRecord, int | None, State]:
+        """The match, the caller's seat (None for a spectator's watch token) and the state."""
         auth.check_match_id(match_id)
         token = auth.bearer_token(caller.metadata)
         record = await self._load(match_id)
-        seat = auth.seat_of(token, record.token_hashes)
+        seat = auth.viewer_of(token, record.token_hashes, record.watch_hashes)
         return record, seat, self._states.decode(record.state)
 
     async def _change(
@@ -423,7 +454,7 @@ class Servicer:
         )
         for _ in range(CAS_ATTEMPTS):
             record = await self._load(match_id)
-            seat = auth.seat_of(token, record.token_hashes)
+            seat = auth.seat_of(token, record.token_hashes, record.watch_hashes)
             if request_id:
                 previous = records.SeatRequest.decode(record.requests[seat])
                 if previous is not None and hmac.compare_digest(previous.request_hash, asked):

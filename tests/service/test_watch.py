@@ -114,13 +114,15 @@ def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
 class Collector:
     """Reads one WatchMatch stream in a thread of its own."""
 
-    def __init__(self, client: MatchClient, seat: int, after_version: int) -> None:
+    def __init__(
+        self, client: MatchClient, seat: int, after_version: int, token: str | None = None
+    ) -> None:
         self.events: list[game_pb2.MatchEvent] = []
         self.error: grpc.StatusCode | None = None
         self.ended = False
         self.call = client.stub.WatchMatch(
             pb.WatchMatchRequest(match_id=client.match_id, after_version=after_version),
-            metadata=client.metadata(seat),
+            metadata=(("authorization", f"Bearer {token}"),) if token else client.metadata(seat),
         )
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -164,6 +166,10 @@ def test_live_streams_equal_a_replay_and_give_each_seat_only_its_own_deals(
 ) -> None:
     client = new_match(server, seed=8)
     streams = {seat: Collector(client, seat, 1) for seat in (0, 1)}
+    watch_token = client.stub.CreateWatchToken(
+        pb.CreateWatchTokenRequest(match_id=client.match_id), metadata=client.metadata(0)
+    ).watch_token
+    spectator = Collector(client, 0, 1, token=watch_token)
     try:
         play_match(
             client, random.Random(2), stop=lambda v: v.hand_number == 2 and v.plays_left < 40
@@ -184,7 +190,16 @@ def test_live_streams_equal_a_replay_and_give_each_seat_only_its_own_deals(
                     assert [to_card(c) for c in getattr(event, kind).your_cards] == hand
                     deals += 1
             assert deals == 7  # hand 1: five more deals; hand 2 (9 plays in): its first two
+        wait_for(functools.partial(spectator.has, last), "the spectator reaches the end")
+        public = [e for e in spectator.events if e.version <= last]
+        for seat_event, spectator_event in zip(streams[0].events, public, strict=False):
+            kind = seat_event.WhichOneof("event")
+            if kind in ("hand_started", "cards_dealt"):
+                getattr(seat_event, kind).ClearField("your_cards")
+            assert spectator_event == seat_event  # the seat's events without its cards
+        assert len(public) == len([e for e in streams[0].events if e.version <= last])
     finally:
+        spectator.close()
         for stream in streams.values():
             stream.close()
 

@@ -47,6 +47,9 @@ class MatchRecord:
     """The creating Deal's idempotency record (service.records.Creation), or empty."""
     requests: tuple[bytes, ...]
     """Per seat, its latest idempotent request (service.records.SeatRequest), or empty."""
+    watch_hashes: tuple[bytes, ...] = ()
+    """Per seat, the hash of its read-only watch token (service.auth.watch_token); empty for a
+    match created before watch tokens existed."""
 
 
 @dataclass(frozen=True, slots=True)

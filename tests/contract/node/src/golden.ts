@@ -8,6 +8,8 @@ import { fromJson, toJson, type JsonObject, type JsonValue } from "@bufbuild/pro
 import type { CallOptions } from "@connectrpc/connect";
 
 import {
+  CreateWatchTokenRequestSchema,
+  CreateWatchTokenResponseSchema,
   DealRequestSchema,
   DealResponseSchema,
   GetMatchRequestSchema,
@@ -175,6 +177,11 @@ function unary(client: BasraClient, rpc: string, json: JsonValue): (o: CallOptio
     case "GetMatch": {
       const request = fromJson(GetMatchRequestSchema, json);
       return async (o) => toJson(GetMatchResponseSchema, await client.getMatch(request, o));
+    }
+    case "CreateWatchToken": {
+      const request = fromJson(CreateWatchTokenRequestSchema, json);
+      return async (o) =>
+        toJson(CreateWatchTokenResponseSchema, await client.createWatchToken(request, o));
     }
     default:
       throw new VectorError(`unknown rpc ${rpc}`);
