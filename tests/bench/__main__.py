@@ -10,6 +10,7 @@ import time
 
 from tests.bench.engine_bench import engine_figures
 from tests.bench.service_bench import service_figures
+from tests.bench.watch_bench import watch_figures
 
 
 def main() -> None:
@@ -17,6 +18,8 @@ def main() -> None:
     figures = engine_figures()
     print()
     figures.update(service_figures())
+    print()
+    figures.update(watch_figures())
     print(f"\n(benchmark took {time.monotonic() - started:.0f} s)")
     print(json.dumps(figures))
 

@@ -57,8 +57,9 @@ def test_matches_play_to_the_end_on_a_three_master_cluster(cluster: RedisCluster
 
 def test_streams_fan_out_from_one_reader_per_master(cluster: RedisClusterProcess) -> None:
     """200 streams (100 matches x 2 seats) on a three-master cluster: every stream gets the
-    play of its match, and the replica holds per master no more than its command pool plus
-    its one subscribed connection."""
+    play of its match, and the replica holds per master no more than its command pool plus a
+    small constant (its one subscribed connection, and the cluster client's own for the slot
+    map)."""
     pool = 4
     server = ServerThread(
         Settings(
@@ -82,7 +83,7 @@ def test_streams_fan_out_from_one_reader_per_master(cluster: RedisClusterProcess
         assert sum(followed) == 100
         assert all(followed), "the matches followed are spread over every master"
         for node in cluster.nodes:
-            assert redis_connections(node.client()) <= pool + 1
+            assert redis_connections(node.client()) <= pool + 2
         crowd.play_everywhere()
         crowd.wait(lambda: len(crowd.got(2)) + len(crowd.failed()) == 200, what="every stream")
         assert not crowd.failed()

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,7 +28,9 @@ from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
 
 T = TypeVar("T")
-STREAMS_PER_CONNECTION = 100  # the shipped BASRA_MAX_CONCURRENT_STREAMS
+STREAMS_PER_CONNECTION = (
+    90  # under the shipped BASRA_MAX_CONCURRENT_STREAMS (100), as the API guide advises
+)
 
 
 @dataclass
@@ -67,6 +69,8 @@ class Crowd:
         self.matches: list[Watched] = []
         self.streams: list[Stream] = []
         self._readers: list[asyncio.Task[None]] = []
+        self.reopened = 0
+        """Streams opened again because the server cut them before their first event."""
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 300) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
@@ -78,41 +82,60 @@ class Crowd:
     async def _create(self, count: int, first_seed: int) -> None:
         channel = grpc.aio.insecure_channel(self.target)
         stub = basra_service_pb2_grpc.BasraServiceStub(channel)
-        gate = asyncio.Semaphore(64)
+        gate = asyncio.Semaphore(32)
 
         async def one(seed: int) -> Watched:
+            request = pb.DealRequest(seed=seed, request_id=str(uuid.uuid4()))
             async with gate:
-                response = await stub.Deal(
-                    pb.DealRequest(seed=seed, request_id=str(uuid.uuid4())), timeout=60
-                )
+                response = await _retried(lambda: stub.Deal(request, timeout=60))
             return Watched(seed, response.match_id, {t.seat: t.token for t in response.seat_tokens})
 
         seeds = range(first_seed, first_seed + count)
         self.matches += await asyncio.gather(*(one(seed) for seed in seeds))
         await channel.close(None)
 
-    def watch(self, tokens: Callable[[Watched], Sequence[tuple[int, str]]] | None = None) -> None:
-        """Open streams after version 1: by default one per seat of every match; ``tokens``
-        gives (label, token) pairs per match otherwise (a label is the stream's ``seat``)."""
-        self.run(self._watch(tokens or (lambda m: sorted(m.tokens.items()))))
+    def watch(
+        self,
+        tokens: Callable[[Watched], Sequence[tuple[int, str]]] | None = None,
+        batch: int = 500,
+    ) -> None:
+        """Open streams from version 0: by default one per seat of every match; ``tokens``
+        gives (label, token) pairs per match otherwise (a label is the stream's ``seat``).
 
-    async def _watch(self, tokens: Callable[[Watched], Sequence[tuple[int, str]]]) -> None:
-        wanted = [Stream(m, seat) for m in self.matches for seat, _ in tokens(m)]
-        secrets = [token for m in self.matches for _, token in tokens(m)]
+        Streams open ``batch`` at a time, each batch once the previous one has received its
+        first event (version 1, the deal), like clients arriving over some seconds; a stream
+        cut before its first event is opened again, as a client does."""
+        self.run(self._watch(tokens or (lambda m: sorted(m.tokens.items())), batch))
+
+    async def _watch(
+        self, tokens: Callable[[Watched], Sequence[tuple[int, str]]], batch: int
+    ) -> None:
+        wanted = [(Stream(m, seat), token) for m in self.matches for seat, token in tokens(m)]
         needed = self.connections or -(-len(wanted) // STREAMS_PER_CONNECTION)
         # A connection per channel (gRPC shares one per target otherwise), as many browsers do.
         local = [("grpc.use_local_subchannel_pool", 1)]
         while len(self.channels) < needed:
             self.channels.append(grpc.aio.insecure_channel(self.target, options=local))
+        await asyncio.gather(*(channel.channel_ready() for channel in self.channels))
         stubs = [basra_service_pb2_grpc.BasraServiceStub(c) for c in self.channels]
-        for index, (stream, token) in enumerate(zip(wanted, secrets, strict=True)):
-            stub = stubs[index % len(stubs)]
-            stream.call = stub.WatchMatch(
-                pb.WatchMatchRequest(match_id=stream.match.match_id, after_version=1),
-                metadata=(("authorization", f"Bearer {token}"),),
-            )
-            self._readers.append(asyncio.create_task(self._read(stream)))
-        self.streams += wanted
+        for first in range(0, len(wanted), batch):
+            chunk = wanted[first : first + batch]
+            for attempt in range(4):
+                for index, (stream, token) in enumerate(chunk, start=first):
+                    if attempt and stream.error is None:
+                        continue
+                    stream.error = None
+                    stream.call = stubs[index % len(stubs)].WatchMatch(
+                        pb.WatchMatchRequest(match_id=stream.match.match_id),
+                        metadata=(("authorization", f"Bearer {token}"),),
+                    )
+                    self._readers.append(asyncio.create_task(self._read(stream)))
+                while not all(s.events or s.error is not None for s, _ in chunk):
+                    await asyncio.sleep(0.01)
+                if all(s.error is None for s, _ in chunk):
+                    break
+                self.reopened += sum(s.error is not None for s, _ in chunk)
+        self.streams += [stream for stream, _ in wanted]
 
     async def _read(self, stream: Stream) -> None:
         try:
@@ -145,13 +168,10 @@ class Crowd:
                 plan_id=play.plan or 0,
                 request_id=uuid.uuid4().hex,
             )
+            metadata = (("authorization", f"Bearer {match.tokens[play.seat]}"),)
             async with gate:
                 match.played_at = time.monotonic()
-                await stub.Play(
-                    request,
-                    metadata=(("authorization", f"Bearer {match.tokens[play.seat]}"),),
-                    timeout=60,
-                )
+                await _retried(lambda: stub.Play(request, metadata=metadata, timeout=60))
 
         await asyncio.gather(*(one(i, m) for i, m in enumerate(self.matches)))
         await channel.close(None)
@@ -204,6 +224,19 @@ class Crowd:
         await asyncio.gather(*self._readers, return_exceptions=True)
         for channel in self.channels:
             await channel.close(None)
+
+
+async def _retried(call: Callable[[], Awaitable[T]]) -> T:
+    """A call retried (with the same request_id) when the server refused its stream, as a
+    client does with UNAVAILABLE."""
+    for attempt in range(5):
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE or attempt == 4:
+                raise
+            await asyncio.sleep(0.1 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def redis_connections(client: redis.Redis) -> int:
