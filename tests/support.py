@@ -96,8 +96,12 @@ class RedisProcess:
 class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = replace(settings, listen="127.0.0.1:0")
+    def __init__(self, settings: Settings, listen: str = "127.0.0.1:0") -> None:
+        self.settings = replace(
+            settings,
+            listen=listen,
+            http_listen=None if settings.http_listen is None else "127.0.0.1:0",
+        )
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -108,6 +112,12 @@ class ServerThread:
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """The base URL of the HTTP port (Connect, gRPC-Web, /healthz, web table)."""
+        assert self.server.http is not None, "this server's HTTP port is disabled"
+        return f"http://127.0.0.1:{self.server.http.port}"
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
         """Run a coroutine on the server's loop and return its result.
@@ -193,7 +203,10 @@ async def _task_stacks() -> str:
     out = io.StringIO()
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
-            task.print_stack(limit=8, file=out)
+            try:
+                task.print_stack(limit=8, file=out)
+            except TypeError:  # a frame of compiled (Cython) code has no line number
+                print(repr(task), file=out)
     return out.getvalue()
 
 

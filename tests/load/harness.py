@@ -49,6 +49,8 @@ class ServerProcess:
                 "--allow-seeds",
                 "--metrics-port",
                 "off",
+                "--http-listen",
+                "off",
                 "--store-timeout-seconds",
                 "0.5",
                 "--health-interval-seconds",
@@ -60,6 +62,10 @@ class ServerProcess:
                 "--create-rate",
                 "1000",
                 "--create-burst",
+                "1000",
+                "--caller-create-rate",
+                "1000",
+                "--caller-create-burst",
                 "1000",
                 *extra,
             ],
@@ -134,7 +140,7 @@ class FailoverClient:
 def play(client: FailoverClient, match: ScriptedMatch) -> None:
     """Create the match and play its whole script through the failover client."""
     created = client.call(
-        "Deal", pb.DealRequest(seed=match.seed, request_id=f"create-{uuid.uuid4()}"), None, match
+        "Deal", pb.DealRequest(seed=match.seed, request_id=str(uuid.uuid4())), None, match
     )
     match.match_id = created.match_id
     match.tokens = {t.seat: t.token for t in created.seat_tokens}
