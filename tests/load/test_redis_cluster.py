@@ -70,6 +70,8 @@ def test_streams_fan_out_from_one_reader_per_master(cluster: RedisClusterProcess
             metrics_port=None,
             create_rate=10_000.0,
             create_burst=10_000,
+            caller_create_rate=10_000.0,
+            caller_create_burst=10_000,
         )
     )
     crowd = Crowd(server.target)

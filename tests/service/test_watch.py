@@ -37,6 +37,7 @@ def shipped_settings(redis_url: str) -> Settings:
         if line.strip() and not line.startswith("#"):
             name, _, value = line.partition("=")
             environ[name] = value
+    environ["REDIS_URL"] = redis_url  # a Secret in deploy/, not in config.env
     settings = from_args(argparse.Namespace(), environ)
     return replace(
         settings,
@@ -45,6 +46,8 @@ def shipped_settings(redis_url: str) -> Settings:
         metrics_port=None,
         create_rate=100_000.0,
         create_burst=100_000,
+        caller_create_rate=100_000.0,
+        caller_create_burst=100_000,
     )
 
 
