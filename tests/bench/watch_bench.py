@@ -13,15 +13,22 @@ memory per idle stream (its RSS with the streams open, less before they were ope
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import grpc
 import redis
 
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
 from tests.bench.service_bench import process, serve_command
 from tests.load.watchers import Crowd, redis_connections
 from tests.support import RedisProcess, free_port
@@ -128,21 +135,83 @@ def _measure(
         f"  Redis connections of the replica: {connections} (command pool 64, plus the shared "
         f"reader); reader reconnects {reconnects:.0f}"
     )
-    print(f"  server memory per idle stream: {per_stream / 1024:.1f} KiB (target under 20 KiB)")
+    floor = grpc_floor_bytes_per_stream()
+    print(
+        f"  server memory per idle stream: {per_stream / 1024:.1f} KiB (target under 20 KiB); "
+        f"a bare grpc.aio server whose handler only waits: {floor / 1024:.1f} KiB"
+    )
     return {
         "watch_streams": float(delivered),
         "watch_p99_ms": round(p99, 1),
         "watch_redis_connections": float(connections),
         "watch_bytes_per_stream": round(per_stream),
+        "watch_grpc_floor_bytes_per_stream": round(floor),
     }
+
+
+class _IdleStreams(basra_service_pb2_grpc.BasraServiceServicer):
+    """WatchMatch that only waits for its client to leave: gRPC's own cost of a stream."""
+
+    async def WatchMatch(  # noqa: N802
+        self, request: pb.WatchMatchRequest, context: Any
+    ) -> AsyncIterator[pb.WatchMatchResponse]:
+        left: asyncio.Event = asyncio.Event()
+        context.add_done_callback(lambda _: left.set())
+        await left.wait()
+        return
+        yield  # an async generator, like the service's
+
+
+async def _serve_idle(listen: str) -> None:
+    server = grpc.aio.server(options=[("grpc.max_concurrent_streams", 100)])
+    idle = _IdleStreams()  # type: ignore[abstract]  # WatchMatch only
+    basra_service_pb2_grpc.add_BasraServiceServicer_to_server(idle, server)
+    server.add_insecure_port(listen)
+    await server.start()
+    await server.wait_for_termination()
+
+
+def grpc_floor_bytes_per_stream(streams: int = 5000) -> float:
+    """Resident memory per idle stream of a bare grpc.aio server whose handler does nothing
+    (the part of the service's figure that is gRPC's own)."""
+    target = f"127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "tests.bench.watch_bench", "--idle-server", target]
+
+    async def measure(pid: int) -> float:
+        local = [("grpc.use_local_subchannel_pool", 1)]
+        channels = [
+            grpc.aio.insecure_channel(target, options=local) for _ in range(streams // 90 + 1)
+        ]
+        await asyncio.gather(*(c.channel_ready() for c in channels))
+        before = rss_bytes(pid)
+        calls = []
+        for index in range(streams):
+            stub = basra_service_pb2_grpc.BasraServiceStub(channels[index % len(channels)])
+            calls.append(stub.WatchMatch(pb.WatchMatchRequest(match_id="idle")))
+            if index % 500 == 499:
+                await asyncio.sleep(0.5)  # arriving like clients, as in the service's figure
+        await asyncio.sleep(3)
+        per_stream = (rss_bytes(pid) - before) / streams
+        for call in calls:
+            call.cancel()
+        for channel in channels:
+            await channel.close(None)
+        return per_stream
+
+    with process(command, target) as server:
+        return asyncio.run(measure(server.pid))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--idle-server", metavar="ADDRESS", help=argparse.SUPPRESS)
     parser.add_argument("--matches", type=int, default=5000)
     parser.add_argument("--idle", type=float, default=30.0, help="seconds the streams stay idle")
     parser.add_argument("--rate", type=float, default=1000.0, help="plays per second")
     args = parser.parse_args()
+    if args.idle_server:
+        asyncio.run(_serve_idle(args.idle_server))
+        return
     print(json.dumps(watch_figures(args.matches, args.idle, args.rate)))
 
 
