@@ -42,6 +42,8 @@ class Watched:
     tokens: dict[int, str]
     played_at: float = 0.0
     """When the Play was sent (time.monotonic)."""
+    answered_at: float = 0.0
+    """When the Play's response arrived."""
 
 
 @dataclass
@@ -172,6 +174,7 @@ class Crowd:
             async with gate:
                 match.played_at = time.monotonic()
                 await _retried(lambda: stub.Play(request, metadata=metadata, timeout=60))
+                match.answered_at = time.monotonic()
 
         await asyncio.gather(*(one(i, m) for i, m in enumerate(self.matches)))
         await channel.close(None)
@@ -191,13 +194,15 @@ class Crowd:
     def failed(self) -> list[Stream]:
         return [s for s in self.streams if s.error is not None]
 
-    def delays_ms(self, version: int) -> list[float]:
-        """Per stream, from the Play sent to the first event of ``version`` received."""
+    def delays_ms(self, version: int, *, after_answer: bool = False) -> list[float]:
+        """Per stream, from the Play sent (or its response received: 0 when the event came
+        first) to the first event of ``version`` received."""
         delays = []
         for stream in self.streams:
+            start = stream.match.answered_at if after_answer else stream.match.played_at
             for event, at in zip(stream.events, stream.received_at, strict=True):
                 if event.version == version:
-                    delays.append((at - stream.match.played_at) * 1000)
+                    delays.append(max(0.0, at - start) * 1000)
                     break
         return delays
 
