@@ -21,6 +21,7 @@ import redis
 
 from basra.service.config import Settings
 from basra.service.server import BasraServer, create_server
+from basra.service.store import Store
 
 T = TypeVar("T")
 
@@ -96,7 +97,9 @@ class RedisProcess:
 class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
-    def __init__(self, settings: Settings, listen: str = "127.0.0.1:0") -> None:
+    def __init__(
+        self, settings: Settings, listen: str = "127.0.0.1:0", store: Store | None = None
+    ) -> None:
         self.settings = replace(
             settings,
             listen=listen,
@@ -106,7 +109,7 @@ class ServerThread:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.server: BasraServer
-        self.server, self.port = self.run(create_server(self.settings))
+        self.server, self.port = self.run(create_server(self.settings, store))
         self.channel = grpc.insecure_channel(self.target)
 
     @property

@@ -226,6 +226,9 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         server,
     )
     await health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
+    # Not ready until the first store check passes (a Check before it answered NOT_FOUND).
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     try:
         _check_free(settings.listen)
         port = server.add_insecure_port(settings.listen)

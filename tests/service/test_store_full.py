@@ -1,9 +1,11 @@
-"""Redis out of memory (maxmemory with noeviction), on a real redis-server with a tiny limit:
-writes fail RESOURCE_EXHAUSTED/STORE_FULL without a traceback, reads still work, the metrics
-and the health status say so, and everything recovers when memory is freed."""
+"""Health follows the store. Redis out of memory (maxmemory with noeviction), on a real
+redis-server with a tiny limit: writes fail RESOURCE_EXHAUSTED/STORE_FULL without a traceback,
+reads still work, the metrics and the health status say so, and everything recovers when memory
+is freed. Before the first store check, readiness is NOT_SERVING (not an unknown service)."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -21,6 +23,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from basra.client.match import MatchClient, Rejection
 from basra.service import logs
+from basra.service.config import Settings
+from basra.service.server import LIVENESS, SERVICE_NAME
+from basra.service.store.memory import MemoryStore
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
 from tests.support import RedisProcess, ServerThread
@@ -108,3 +113,30 @@ def test_a_full_redis_is_store_full_not_internal_and_health_says_so(
     wait_health(server, health_pb2.HealthCheckResponse.SERVING)
     assert metric(server, "basra_store_full") == 0
     play_match(client, random.Random(0), stop=lambda v: v.version >= 3)
+
+
+class UnansweredPing(MemoryStore):
+    """An embedded store whose health ping never answers."""
+
+    async def ping(self) -> None:
+        await asyncio.Event().wait()
+
+
+def test_readiness_is_not_serving_until_the_first_store_check_passes() -> None:
+    settings = Settings(metrics_port=None, http_listen=None)
+    server = ServerThread(settings)
+    try:
+        # The usual store: a first ping is answered at once.
+        wait_health(server, health_pb2.HealthCheckResponse.SERVING)
+    finally:
+        server.stop()
+    stuck = ServerThread(settings, store=UnansweredPing(ttl_s=60, events_maxlen=10))
+    try:
+        stub = health_pb2_grpc.HealthStub(stuck.channel)
+        for service in ("", SERVICE_NAME):
+            answer = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING  # not NOT_FOUND
+        liveness = stub.Check(health_pb2.HealthCheckRequest(service=LIVENESS), timeout=5)
+        assert liveness.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        stuck.stop()
