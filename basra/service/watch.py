@@ -315,8 +315,11 @@ class Watchers:
             reads, unread = unread, {}
             try:
                 pages = await self.store.events_many(reads)
-            except StoreUnavailableError:
-                # Read again after a pause (the feed reports any change made meanwhile).
+            except Exception as exc:
+                # Read again after a pause (the feed reports any change made meanwhile): the
+                # reader must outlive any failure, or every stream of the replica would wait.
+                if not isinstance(exc, StoreUnavailableError):
+                    log.error("watch reader failed to read events", exc_info=exc)
                 unread = reads
                 await asyncio.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])
                 failures += 1

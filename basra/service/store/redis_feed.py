@@ -127,6 +127,8 @@ class _Subscriber:
                     "watch reader lost its Redis connection",
                     extra={"node": self.name, "cause": f"{type(exc).__name__}: {exc}"},
                 )
+            except Exception as exc:  # the reader must outlive anything: streams rely on it
+                log.error("watch reader failed", extra={"node": self.name}, exc_info=exc)
             finally:
                 if writer is not None:
                     writer.cancel()
