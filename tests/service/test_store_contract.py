@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -263,6 +264,32 @@ def test_redis_store_sets_the_finished_ttl_on_both_keys_with_the_final_commit(
             assert await store.commit("M" * 22, replace(commit(2), finished=True))
             for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
                 assert 0 < direct.pttl(key) <= 60_000
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_redis_store_call_stays_cancelled_when_the_command_swallows_the_cancellation(
+    redis_url: str,
+) -> None:
+    """A cancellation that lands mid-command and that the client library swallows (answering
+    normally) still ends the caller: a server stopping its health watchdog waited on it forever."""
+
+    async def swallowing() -> bytes:
+        # What a client library that swallows the cancellation does.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+        return b"answer"
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=30)
+        try:
+            call = asyncio.create_task(store._call(swallowing()))
+            await asyncio.sleep(0)  # the command is under way
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
         finally:
             await store.close()
 

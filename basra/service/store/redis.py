@@ -121,19 +121,24 @@ class RedisStore:
         self._commit = self._redis.register_script(_COMMIT)
 
     async def _call(self, operation: Any) -> Any:
+        task = asyncio.current_task()
         try:
             async with asyncio.timeout(self._timeout_s):
                 # At most pool_size calls at once; the others queue here, within the deadline.
                 async with self._slots:
-                    return await operation
+                    result = await operation
         except redis_errors.OutOfMemoryError as exc:
             raise StoreFullError(str(exc)) from None
         except _UNAVAILABLE as exc:
-            task = asyncio.current_task()
             if task is not None and task.cancelling():
                 # The call was cancelled (its client left): not a store fault.
                 raise asyncio.CancelledError from exc
             raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
+        if task is not None and task.cancelling():
+            # redis-py can swallow a cancellation that lands mid-command and answer normally: the
+            # caller asked to stop (a server stopping its health watchdog waited forever on it).
+            raise asyncio.CancelledError
+        return result
 
     async def load(self, match_id: str) -> MatchRecord | None:
         data: bytes | None = await self._call(self._redis.get(keys.match_key(match_id)))
