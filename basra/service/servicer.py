@@ -30,6 +30,8 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from basra.engine import (
+    ERAM,
+    RULE_SYSTEMS,
     BasraError,
     CardNotInHandError,
     CardPlayed,
@@ -39,6 +41,7 @@ from basra.engine import (
     HandStarted,
     MatchEnded,
     Play,
+    Profile,
     State,
     apply,
     deal_next_hand,
@@ -47,6 +50,7 @@ from basra.engine import (
     format_cards,
     legal_plans,
     new_match,
+    rule_system,
 )
 from basra.engine.game import MAX_SEED
 from basra.service import auth, convert, records, watch
@@ -76,7 +80,8 @@ from basra.v1 import game_pb2
 log = logging.getLogger("basra.rpc")
 R = TypeVar("R", bound=Message)
 CAS_ATTEMPTS: Final = 8
-SEATS: Final = 2
+CreateRequest = pb.DealRequest | pb.CreateMatchRequest
+CreateResponse = TypeVar("CreateResponse", pb.DealResponse, pb.CreateMatchResponse)
 
 SERVICE: Final = pb.DESCRIPTOR.services_by_name["BasraService"]
 """The contract's service: the one place RPC names, request and response types come from."""
@@ -205,14 +210,43 @@ class Servicer:
     async def Deal(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
         if request.match_id:
             return await self._next_hand(request, caller)
-        return await self._create(request, caller)
-
-    async def _create(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
+        # Deprecated creation: an ERAM match for two seats, exactly as before CreateMatch.
         request_id = auth.check_request_id(request.request_id, creating=True)
-        if request.seat not in range(SEATS):
-            raise invalid_argument("seat", f"must be 0..{SEATS - 1}")
+        if request.seat not in range(ERAM.seats):
+            raise invalid_argument("seat", f"must be 0..{ERAM.seats - 1}")
         if request.HasField("expected_version"):
             raise invalid_argument("expected_version", "applies only to dealing a next hand")
+        return await self._create(request, caller, request_id, ERAM, pb.DealResponse)
+
+    # -- CreateMatch, ListRules ---------------------------------------------------------------
+
+    async def CreateMatch(
+        self, request: pb.CreateMatchRequest, caller: Caller
+    ) -> pb.CreateMatchResponse:
+        request_id = auth.check_request_id(request.request_id, creating=True)
+        # Unknown rules, seats or options raise engine errors that name their field.
+        system = rule_system(request.rules or ERAM.name)
+        seats = request.seats or system.seat_counts[0]
+        profile = system.profile(
+            seats,
+            rubber=request.options.rubber,
+            bottom_card_shown=request.options.bottom_card_shown,
+        )
+        if request.seat not in range(seats):
+            raise invalid_argument("seat", f"must be 0..{seats - 1}")
+        return await self._create(request, caller, request_id, profile, pb.CreateMatchResponse)
+
+    async def ListRules(self, request: pb.ListRulesRequest, caller: Caller) -> pb.ListRulesResponse:
+        return _RULES
+
+    async def _create(
+        self,
+        request: CreateRequest,
+        caller: Caller,
+        request_id: str,
+        profile: Profile,
+        response_type: type[CreateResponse],
+    ) -> CreateResponse:
         auth.check_api_key(caller.metadata, self._settings.api_key)
         if request.HasField("seed") and not self._settings.allow_seeds:
             raise ServiceError(
@@ -226,14 +260,14 @@ class Servicer:
         derived = auth.match_id_for(request_id) if request_id else None
         if derived is not None and await self._store.load(derived) is not None:
             # A retry of a creation already made: answer it, whatever the creation rate.
-            return await self._repeat_creation(derived, request_id, fingerprint)
+            return await self._repeat_creation(derived, request_id, fingerprint, response_type)
         self._take_creation(caller)
         for _ in range(3):
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             assert 0 <= seed <= MAX_SEED
             match_id = derived or auth.new_match_id()
-            state, events = new_match(seed)
-            tokens = [auth.new_token() for _ in range(SEATS)]
+            state, events = new_match(seed, profile)
+            tokens = [auth.new_token() for _ in range(profile.seats)]
             creation = b""
             if request_id:
                 sealed = auth.seal_tokens(request_id, [raw for _, raw in tokens])
@@ -248,19 +282,24 @@ class Servicer:
                         auth.token_hash(auth.watch_token(text)) for text, _ in tokens
                     ),
                     creation=creation,
-                    requests=(b"",) * SEATS,
+                    requests=(b"",) * profile.seats,
                 ),
-                entry=Outcome.of(1, state, events).entry(records.new_match_command(seed)),
+                entry=Outcome.of(1, state, events).entry(records.new_match_command(seed, profile)),
             )
             if await self._store.create(new):
                 self._metrics.matches_created.inc()
                 self._metrics.hands_dealt.inc()
                 log.info("match created", extra={"match_id": match_id})
                 return _creation_response(
-                    match_id, state, events, [text for text, _ in tokens], request.seat
+                    response_type,
+                    match_id,
+                    state,
+                    events,
+                    [text for text, _ in tokens],
+                    request.seat,
                 )
             if request_id:
-                return await self._repeat_creation(match_id, request_id, fingerprint)
+                return await self._repeat_creation(match_id, request_id, fingerprint, response_type)
         raise internal()  # three random 128-bit ids taken: not a thing that happens
 
     def _take_creation(self, caller: Caller) -> None:
@@ -280,22 +319,27 @@ class Servicer:
             raise _rate_limited(wait, "replica")
 
     async def _repeat_creation(
-        self, match_id: str, request_id: str, fingerprint: bytes
-    ) -> pb.DealResponse:
-        """A retried creating Deal: the original response, tokens included."""
+        self,
+        match_id: str,
+        request_id: str,
+        fingerprint: bytes,
+        response_type: type[CreateResponse],
+    ) -> CreateResponse:
+        """A retried creation: the original response, tokens included."""
         record = await self._load(match_id)
         creation = records.Creation.decode(record.creation)
         if creation is None or not hmac.compare_digest(creation.fingerprint, fingerprint):
             raise _request_id_reused()
+        stored = self._states.decode(record.state)
         try:
-            raw_tokens = auth.open_tokens(request_id, creation.sealed_tokens, SEATS)
+            raw_tokens = auth.open_tokens(request_id, creation.sealed_tokens, stored.seats)
         except ValueError:
             raise _request_id_reused() from None
         self._metrics.idempotent_replays.inc()
-        # Version 1 is new_match(seed) by construction: rebuild the original response from it.
-        state, events = new_match(decode(record.state).seed)
+        # Version 1 is new_match(seed, profile) by construction: rebuild the original response.
+        state, events = new_match(stored.seed, stored.profile)
         tokens = [auth.token_text(raw) for raw in raw_tokens]
-        return _creation_response(match_id, state, events, tokens, creation.seat)
+        return _creation_response(response_type, match_id, state, events, tokens, creation.seat)
 
     async def _next_hand(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
         if request.HasField("seed"):
@@ -341,11 +385,11 @@ class Servicer:
             )
             for event in events:
                 if isinstance(event, HandScored):
-                    response.hand_score.CopyFrom(convert.hand_score_to_pb(event.score))
-                elif isinstance(event, MatchEnded):
-                    response.result.CopyFrom(
-                        game_pb2.MatchResult(winner=event.winner, totals=event.totals)
+                    response.hand_score.CopyFrom(
+                        convert.hand_score_to_pb(event.score, after.profile, event.game)
                     )
+                elif isinstance(event, MatchEnded):
+                    response.result.CopyFrom(convert.match_result_to_pb(after, event))
             return response, after, outcome.entry(records.play_command(play, played.plan))
 
         response = await self._change(request, caller, pb.PlayResponse, act)
@@ -369,7 +413,9 @@ class Servicer:
             raise CardNotInHandError(card, format_cards(sorted(hand)))
         cards = hand if card is None else (card,)
         return pb.ListPlansResponse(
-            cards=[convert.card_plans_to_pb(c, legal_plans(state, c)) for c in cards],
+            cards=[
+                convert.card_plans_to_pb(c, legal_plans(state, c), state.profile) for c in cards
+            ],
             version=record.version,
         )
 
@@ -449,6 +495,27 @@ class Servicer:
             raise _not_found(match_id)
         return record
 
+    async def _state_at(self, match_id: str, version: int) -> State:
+        """The match's state at ``version``, replayed from its event entries.
+
+        Raises:
+            ServiceError: OUT_OF_RANGE / HISTORY_TRIMMED when the entries from version 1 are no
+                longer kept (the store keeps the latest ``events_maxlen``).
+        """
+        page = await self._store.events(match_id, 0)
+        if page.oldest_version is None:
+            raise _not_found(match_id)
+        state = records.replay([(e.version, e.command) for e in page.entries], version)
+        if state is None:
+            raise ServiceError(
+                grpc.StatusCode.OUT_OF_RANGE,
+                "HISTORY_TRIMMED",
+                "this request is older than the match history kept, so its response cannot be "
+                "given again: call GetMatch to see whether it was applied",
+                {"after_version": version, "oldest_version": page.oldest_version},
+            )
+        return state
+
     async def _read(self, match_id: str, caller: Caller) -> tuple[MatchRecord, int, State]:
         """The match, the caller's seat and the state, for a read-only call of a seat."""
         record, seat, state = await self._read_viewer(match_id, caller)
@@ -493,13 +560,17 @@ class Servicer:
                     if not hmac.compare_digest(previous.fingerprint, fingerprint):
                         raise _request_id_reused()
                     self._metrics.idempotent_replays.inc()
-                    return response_type.FromString(previous.response)
+                    if previous.response is not None:  # a record from before versions
+                        return response_type.FromString(previous.response)
+                    # The same request on the state it ran on gives the original response.
+                    before = await self._state_at(match_id, previous.version - 1)
+                    return act(before, seat, previous.version)[0]
             if expected is not None and expected != record.version:
                 raise _version_mismatch(expected, record.version)
             version = record.version + 1
             response, after, entry = act(self._states.decode(record.state), seat, version)
             after_bytes = encode(after)
-            stored = records.SeatRequest(asked, fingerprint, response.SerializeToString())
+            stored = records.SeatRequest(asked, fingerprint, version)
             requests = list(record.requests)
             requests[seat] = stored.encode() if request_id else b""
             commit = Commit(
@@ -526,9 +597,14 @@ class Servicer:
 
 
 def _creation_response(
-    match_id: str, state: State, events: Sequence[Event], tokens: Sequence[str], seat: int
-) -> pb.DealResponse:
-    return pb.DealResponse(
+    response_type: type[CreateResponse],
+    match_id: str,
+    state: State,
+    events: Sequence[Event],
+    tokens: Sequence[str],
+    seat: int,
+) -> CreateResponse:
+    return response_type(
         match_id=match_id,
         seat_tokens=[pb.SeatToken(seat=s, token=t) for s, t in enumerate(tokens)],
         view=convert.view_to_pb(state, seat, match_id, 1),
@@ -550,7 +626,7 @@ class Outcome:
 
     @classmethod
     def of(cls, version: int, after: State, events: Sequence[Event]) -> Outcome:
-        public = [convert.event_to_pb(e, version) for e in events]
+        public = [convert.event_to_pb(e, version, after) for e in events]
         public[-1].version_complete = True  # clients resume after complete versions
         return cls(
             version=version,
@@ -598,7 +674,7 @@ def _rpc(request: Message) -> str:
     return RPC_OF_REQUEST[request.DESCRIPTOR.full_name]
 
 
-def _without_request_id(request: pb.PlayRequest | pb.DealRequest) -> bytes:
+def _without_request_id(request: pb.PlayRequest | CreateRequest) -> bytes:
     """The request's bytes without its request_id (the request is left as it was)."""
     request_id = request.request_id
     request.ClearField("request_id")
@@ -606,6 +682,12 @@ def _without_request_id(request: pb.PlayRequest | pb.DealRequest) -> bytes:
         return request.SerializeToString(deterministic=True)
     finally:
         request.request_id = request_id
+
+
+_RULES: Final = pb.ListRulesResponse(
+    rules=[convert.rule_system_to_pb(system) for system in RULE_SYSTEMS.values()]
+)
+"""ListRules' answer: the rule systems never change while the process runs."""
 
 
 def _not_found(match_id: str) -> ServiceError:

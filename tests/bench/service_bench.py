@@ -30,7 +30,7 @@ from pyqwest import Client as HTTPClient
 from pyqwest import HTTPTransport, HTTPVersion
 
 from basra.client.match import card_pb
-from basra.engine import Phase, apply, deal_next_hand, new_match
+from basra.engine import CardPlayed, Phase, apply, deal_next_hand, match_profile, new_match
 from basra.engine.bots import random_play
 from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
@@ -309,6 +309,36 @@ async def sample_match(target: str, client: redis.Redis) -> tuple[int, int, byte
     return int(record_bytes), int(stream_bytes), response, record
 
 
+async def sample_partnership_match(target: str, client: redis.Redis) -> int:
+    """Redis bytes of a 4-seat partnership (egyptian) match record at play 20, every play with a
+    request id (so every seat's request record is full)."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = basra_service_pb2_grpc.BasraServiceStub(channel)
+        created = await stub.CreateMatch(
+            pb.CreateMatchRequest(
+                rules="egyptian", seats=4, seed=424242, request_id=str(uuid.uuid4())
+            )
+        )
+        state, _ = new_match(424242, match_profile("egyptian", 4))
+        tokens = {t.seat: t.token for t in created.seat_tokens}
+        rng = random.Random(7)
+        while state.plays < 20:
+            play = random_play(state, rng)
+            state, events = apply(state, play)
+            played = events[0]
+            assert isinstance(played, CardPlayed)
+            await stub.Play(
+                pb.PlayRequest(
+                    match_id=created.match_id,
+                    card=card_pb(play.card),
+                    plan_id=played.plan,
+                    request_id=uuid.uuid4().hex,
+                ),
+                metadata=(("authorization", f"Bearer {tokens[play.seat]}"),),
+            )
+    return int(client.memory_usage(keys.match_key(created.match_id), samples=0) or 0)
+
+
 def service_figures(
     seconds: float = 15.0, matches: int = 64, channels: int = 4
 ) -> dict[str, float]:
@@ -346,6 +376,7 @@ def _measure(
         record_bytes, stream_bytes, response, record = asyncio.run(sample_match(target, client))
         (tmp / "response.bin").write_bytes(response)
         (tmp / "record.bin").write_bytes(record)
+        four_seat_bytes = asyncio.run(sample_partnership_match(target, client))
         played = asyncio.run(create_matches(target, seeds))
         before, cpu = top_level_calls(client), cpu_seconds(server.pid)
         result = asyncio.run(drive([target], played, channels, seconds))
@@ -372,6 +403,7 @@ def _measure(
         f"  Redis memory per match: {record_bytes} bytes (state and request records, "
         f"mid-hand); event stream {stream_bytes:,} bytes per hand (49 entries)"
     )
+    print(f"  Redis memory per 4-seat partnership match: {four_seat_bytes} bytes (mid-hand)")
     client.flushall()
 
     bare_target = f"127.0.0.1:{free_port()}"
@@ -416,6 +448,7 @@ def _measure(
         "redis_roundtrips_per_play": round(roundtrips, 3),
         "redis_bytes_per_match": float(record_bytes),
         "redis_stream_bytes_per_hand": float(stream_bytes),
+        "redis_bytes_per_4_seat_match": float(four_seat_bytes),
         "bare_threads_rps": round(threads_result.rps, 1),
         "play_rps_two_processes": round(two.rps, 1),
         "play_server_cpu_us": round(play_cpu_us, 1),

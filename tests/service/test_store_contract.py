@@ -232,6 +232,18 @@ def test_match_keys_share_one_cluster_slot() -> None:
         )
 
 
+def test_request_records_written_before_versions_still_give_their_stored_response() -> None:
+    from basra.service import records
+
+    old = b"h" * 16 + b"f" * 16 + b"\x0a\x02\x08\x01"  # the response bytes themselves
+    decoded = records.SeatRequest.decode(old)
+    assert decoded is not None
+    assert (decoded.response, decoded.version) == (b"\x0a\x02\x08\x01", 0)
+    new = records.SeatRequest(b"h" * 16, b"f" * 16, 77)
+    assert records.SeatRequest.decode(new.encode()) == new
+    assert len(new.encode()) == 41
+
+
 def test_embedded_store_keeps_a_finished_match_only_for_the_finished_ttl() -> None:
     now = [0.0]
     store = MemoryStore(ttl_s=1000, events_maxlen=5, clock=lambda: now[0], finished_ttl_s=10)

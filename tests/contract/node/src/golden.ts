@@ -10,11 +10,15 @@ import type { CallOptions } from "@connectrpc/connect";
 import {
   CreateWatchTokenRequestSchema,
   CreateWatchTokenResponseSchema,
+  CreateMatchRequestSchema,
+  CreateMatchResponseSchema,
   DealRequestSchema,
   DealResponseSchema,
   GetMatchRequestSchema,
   GetMatchResponseSchema,
   ListPlansRequestSchema,
+  ListRulesRequestSchema,
+  ListRulesResponseSchema,
   ListPlansResponseSchema,
   PlayRequestSchema,
   PlayResponseSchema,
@@ -177,6 +181,14 @@ function unary(client: BasraClient, rpc: string, json: JsonValue): (o: CallOptio
     case "GetMatch": {
       const request = fromJson(GetMatchRequestSchema, json);
       return async (o) => toJson(GetMatchResponseSchema, await client.getMatch(request, o));
+    }
+    case "CreateMatch": {
+      const request = fromJson(CreateMatchRequestSchema, json);
+      return async (o) => toJson(CreateMatchResponseSchema, await client.createMatch(request, o));
+    }
+    case "ListRules": {
+      const request = fromJson(ListRulesRequestSchema, json);
+      return async (o) => toJson(ListRulesResponseSchema, await client.listRules(request, o));
     }
     case "CreateWatchToken": {
       const request = fromJson(CreateWatchTokenRequestSchema, json);
