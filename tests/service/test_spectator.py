@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import random
+import uuid
 from dataclasses import replace
 
 import grpc
@@ -171,3 +172,21 @@ def test_a_seat_view_is_never_marked_spectator(any_server: ServerThread, seat: i
     view = client.view(seat)
     assert not view.spectator
     assert [to_card(c) for c in view.hand]
+
+
+def test_a_spectator_never_sees_the_bottom_card_only_the_dealer_sees(
+    any_server: ServerThread,
+) -> None:
+    stub = MatchClient.create(any_server.channel)[0].stub
+    created = stub.CreateMatch(
+        pb.CreateMatchRequest(rules="egyptian", seed=1, request_id=str(uuid.uuid4())), timeout=10
+    )
+    client = MatchClient(stub, created.match_id, {t.seat: t.token for t in created.seat_tokens})
+    views = [client.view(seat) for seat in (0, 1)]
+    # Seed 1: seat 0 deals, so its view (the one a spectator's is built from) has the card.
+    assert [v.HasField("bottom_card") for v in views] == [True, False]
+    spectator = bearer(watch_token(client, 0))
+    view = stub.GetMatch(pb.GetMatchRequest(match_id=client.match_id), metadata=spectator).view
+    assert view.spectator
+    assert not view.HasField("bottom_card")
+    assert not view.hand
