@@ -14,6 +14,8 @@ TOOLS := $(VENV)/.tools
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 GEN := basra/v1/.generated
+ENGINE := basra/engine/.compiled
+ENGINE_SOURCES := $(filter-out basra/engine/__init__.py,$(wildcard basra/engine/*.py))
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
 # The last released contract: buf breaking compares proto/ with it (README, "Contract releases").
 RELEASED := proto/released.json
@@ -38,6 +40,7 @@ $(TOOLS): constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf protoc-gen-connectrpc
+	$(PIP) install -c constraints.txt mypy 'setuptools>=77'  # mypyc and setup.py build the engine
 	@touch $@
 
 # Generated Python stubs: built from proto/ by buf into basra/v1, never committed (ignored), so
@@ -50,19 +53,32 @@ $(GEN): $(TOOLS) $(PROTOS)
 
 # Stage 2: the package itself (editable) with its runtime dependencies, pinned; the suite's tools
 # (pytest, mypy, ruff, ...) come on top for the test targets only.
-$(RUNTIME): $(GEN) pyproject.toml constraints.txt
-	$(PIP) install -c constraints.txt -e .
+# (The engine is compiled by its own step, $(ENGINE), not by these editable installs.)
+$(RUNTIME): $(GEN) pyproject.toml constraints.txt setup.py
+	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt -e .
 	@touch $@
 
 $(STAMP): $(RUNTIME)
-	$(PIP) install -c constraints.txt -e '.[dev]'
+	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
-setup: $(STAMP) ## set up .venv (package, stubs, test and lint tools) and stop
+# The compiled engine: mypyc (from mypy, pinned with the generators) builds basra/engine in place,
+# beside its sources, and again whenever one changes (an editable install would not notice). With
+# no working C compiler setup.py builds nothing and the .py sources run: the log line "serving"
+# says which engine is in use, and BASRA_ENGINE=pure forces the sources anyway.
+$(ENGINE): $(TOOLS) $(ENGINE_SOURCES) setup.py
+	rm -f basra/engine/*.so
+	BASRA_ENGINE_COMPILE=auto $(BIN)/python setup.py --quiet build_ext --inplace
+	@# An unchanged C file is not recompiled and its copy keeps the old time; the suite refuses
+	@# a compiled engine older than its sources (tests/conftest.py), so date it now.
+	find basra/engine -name '*.so' -exec touch {} +
+	$(BIN)/python -c 'import basra.engine as e; print("compiled" if e.COMPILED else "pure")' > $@
+
+setup: $(STAMP) $(ENGINE) ## set up .venv (package, stubs, test and lint tools) and stop
 
 # Development only: the embedded store (asked for by name: production refuses to start without
 # a Redis URL) and no drain, so Ctrl-C returns at once.
-run: $(RUNTIME) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
+run: $(RUNTIME) $(ENGINE) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
 	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080 --store embedded --drain-seconds 0
 
 lint: $(STAMP) ## buf lint, buf breaking, ruff
@@ -105,12 +121,16 @@ $(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
 	$(BIN)/buf generate --template $(NODE)/buf.gen.yaml
 	@touch $@
 
-unit: $(STAMP) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only
-	$(BIN)/pytest
+# The engine suite runs a second time on the .py sources: the compiled and the interpreted
+# engine must agree. The first run requires the compiled engine when make could build it
+# ($(ENGINE) holds "compiled" or "pure").
+unit: $(STAMP) $(ENGINE) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only
+	BASRA_ENGINE=$$(cat $(ENGINE)) $(BIN)/pytest
+	BASRA_ENGINE=pure $(BIN)/pytest tests/engine
 
 test: lint typecheck unit ## set up and run the whole suite
 
-bench: $(STAMP) redis-server ## engine and service figures, last line JSON
+bench: $(STAMP) $(ENGINE) redis-server ## engine and service figures, last line JSON
 	$(BIN)/python -m tests.bench
 
 golden: $(STAMP) ## rewrite the golden transcripts
@@ -124,5 +144,5 @@ contract-release: $(TOOLS) ## make proto/ the released baseline
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean: ## remove the venv, stubs and caches
-	rm -rf $(VENV) basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
+	rm -rf $(VENV) basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated basra/engine/*.so $(ENGINE) build .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
 	  $(GATEWAY_API)/node_modules

@@ -31,6 +31,14 @@ def version() -> str:
         return "unknown"
 
 
+def engine_kind() -> str:
+    """Which engine this process runs: mypyc-compiled, or its .py sources (no C compiler when
+    it was built, or BASRA_ENGINE=pure)."""
+    from basra import engine
+
+    return "compiled" if engine.COMPILED else "interpreted"
+
+
 def _cards_flag(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument(
         "--cards",
@@ -71,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Basra engine and gRPC service (ERAM and the rule systems of VARIANTS.md).",
         formatter_class=_Help,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version()} (engine {engine_kind()})"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     plans = commands.add_parser(

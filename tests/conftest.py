@@ -33,3 +33,21 @@ def aof_redis(tmp_path: Path) -> Iterator[RedisProcess]:
     process.start()
     yield process
     process.stop()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test a compiled engine older than its sources: it would not be the code read."""
+    import basra.engine
+
+    if not basra.engine.COMPILED:
+        return
+    engine = Path(basra.engine.__file__).parent
+    built = min(p.stat().st_mtime for p in engine.glob("*.so"))
+    sources = [p for p in engine.glob("*.py") if p.name != "__init__.py"]  # never compiled
+    stale = [p.name for p in sources if p.stat().st_mtime > built]
+    if stale:
+        pytest.exit(
+            f"the compiled engine is older than {', '.join(sorted(stale))}: rebuild it with "
+            "`make basra/engine/.compiled` (or run with BASRA_ENGINE=pure)",
+            returncode=4,
+        )

@@ -9,8 +9,32 @@ only, no I/O.
 
 ``State`` is immutable; every function returns a new one. ``view`` is what one seat may see;
 ``codec.encode``/``codec.decode`` store a state in about 110 bytes (two seats, mid-hand).
+
+The modules below may be compiled with mypyc (``setup.py``; ``make`` builds them in place when a
+C compiler is present): ``COMPILED`` says which engine this process runs. ``BASRA_ENGINE=pure`` in
+the environment forces the ``.py`` sources even beside the compiled modules (the suite runs the
+engine tests both ways); ``BASRA_ENGINE=compiled`` makes the import fail unless the compiled
+modules load. This package's ``__init__`` is never compiled, so it can choose.
 """
 
+import os as _os
+import sys as _sys
+from importlib.machinery import SOURCE_SUFFIXES as _SOURCE_SUFFIXES
+from importlib.machinery import FileFinder as _FileFinder
+from importlib.machinery import SourceFileLoader as _SourceFileLoader
+from typing import Final as _Final
+
+_CHOICE: _Final = _os.environ.get("BASRA_ENGINE", "")
+if _CHOICE not in ("", "pure", "compiled"):
+    raise ImportError(f"BASRA_ENGINE={_CHOICE!r}: use pure, compiled, or leave it unset")
+if _CHOICE == "pure":
+    # The submodules are found through this directory's path-entry finder: one that knows only
+    # source files never sees the compiled modules next to them.
+    _sys.path_importer_cache[__path__[0]] = _FileFinder(
+        __path__[0], (_SourceFileLoader, _SOURCE_SUFFIXES)
+    )
+
+from basra.engine import game
 from basra.engine.cards import CARDS, Card, format_cards, parse_cards
 from basra.engine.codec import decode, encode
 from basra.engine.errors import (
@@ -75,8 +99,17 @@ from basra.engine.state import (
 )
 from basra.engine.view import SeatView, view
 
+COMPILED: _Final = not game.__file__.endswith(".py")
+"""Whether the engine's modules run compiled (mypyc) rather than from their ``.py`` sources."""
+if _CHOICE == "compiled" and not COMPILED:
+    raise ImportError(
+        "BASRA_ENGINE=compiled but the engine runs from its .py sources: build it (make, or "
+        "BASRA_ENGINE_COMPILE=yes with a C compiler and mypy installed, see setup.py)"
+    )
+
 __all__ = [
     "CARDS",
+    "COMPILED",
     "ERAM",
     "MAX_PLANS",
     "RULE_SYSTEMS",

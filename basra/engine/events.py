@@ -36,7 +36,7 @@ class CardsDealt:
     stock_left: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class CardPlayed:
     """A seat played a card: a capture (with the plan taken) or a trail."""
 
@@ -50,6 +50,25 @@ class CardPlayed:
     sweep: bool
     basra_points: int = 0
     """What the basra scored (the profile's basra value); 0 when it is none."""
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self,
+        seat: int,
+        card: Card,
+        plan: int,
+        captured: tuple[Card, ...],
+        basra: bool,
+        sweep: bool,
+        basra_points: int = 0,
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "captured", captured)
+        object.__setattr__(self, "basra", basra)
+        object.__setattr__(self, "sweep", sweep)
+        object.__setattr__(self, "basra_points", basra_points)
 
     @property
     def trail(self) -> bool:

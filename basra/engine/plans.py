@@ -29,6 +29,7 @@ from math import comb, prod
 from typing import Final
 
 from basra.engine.cards import (
+    CARDS,
     JACK,
     KING,
     QUEEN,
@@ -37,7 +38,6 @@ from basra.engine.cards import (
     Card,
     cards_of,
     mask_of,
-    union_of,
 )
 from basra.engine.profile import ERAM, PointTable, Profile
 from basra.engine.rules import SEVEN_SWEEP_BASRA
@@ -47,9 +47,10 @@ MAX_PLANS: Final = 12
 
 # Display order of captured cards: rank matches first, then by rank and suit ("10C 4S 6H").
 _DISPLAY_KEY: Final = tuple((c % 13) * 4 + c // 13 for c in range(52))
+_DISPLAY_ORDER: Final = tuple(sorted(range(52), key=_DISPLAY_KEY.__getitem__))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Plan:
     """One capture plan offered for a card: the cards it takes and what the capture is."""
 
@@ -63,6 +64,21 @@ class Plan:
     """A J or 7D taking the whole floor."""
     mask: int = field(repr=False, compare=False)
     """``captures`` as a set."""
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self,
+        id: int,
+        captures: tuple[Card, ...],
+        basra: bool,
+        sweep: bool,
+        mask: int,
+    ) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "captures", captures)
+        object.__setattr__(self, "basra", basra)
+        object.__setattr__(self, "sweep", sweep)
+        object.__setattr__(self, "mask", mask)
 
 
 def capture_plans(
@@ -112,14 +128,24 @@ def _number_plan_masks(floor: int, rank: int, table: PointTable) -> tuple[int, .
     by_value = tuple(floor & RANK_MASKS[u - 1] for u in range(1, value))
     counts = tuple(s.bit_count() for s in by_value)
     profiles = _group_profiles(value, counts)
-    if len(profiles) == 1 and all(k in (0, c) for k, c in zip(profiles[0], counts, strict=True)):
+    if len(profiles) == 1 and _all_or_none(profiles[0], counts):
         # The usual small floor: one way to take, all or none of each value.
-        sets = [union_of(s for s, k in zip(by_value, profiles[0], strict=True) if k)]
+        only = profiles[0]
+        taken = 0
+        for u in range(len(only)):  # Index loops, not zip and all: compiled, they are plain C.
+            if only[u]:
+                taken |= by_value[u]
+        sets = [taken]
     else:
         sets = _best_sets(profiles, by_value, table)
     if sets == [0] and not rank_matches:
         return ()  # Nothing to take: the card trails.
     return tuple(rank_matches | s for s in sets)
+
+
+def _all_or_none(profile: tuple[int, ...], counts: tuple[int, ...]) -> bool:
+    """Whether ``profile`` takes, of each value, none of the floor's cards or all of them."""
+    return all(not (profile[u] and profile[u] != counts[u]) for u in range(len(profile)))
 
 
 def _best_sets(
@@ -240,9 +266,10 @@ def _remove_group(target: int, counts: list[int], top: int) -> Iterable[tuple[in
 
 def _display(mask: int, rank: int) -> tuple[Card, ...]:
     first = mask & RANK_MASKS[rank] if rank >= 0 else 0
-    return tuple(
-        sorted(cards_of(first), key=_DISPLAY_KEY.__getitem__)
-        + sorted(cards_of(mask & ~first), key=_DISPLAY_KEY.__getitem__)
+    rest = mask & ~first
+    # The cards in display order, walked once, rather than two sorts with a key function.
+    return tuple([CARDS[c] for c in _DISPLAY_ORDER if first >> c & 1]) + tuple(
+        [CARDS[c] for c in _DISPLAY_ORDER if rest >> c & 1]
     )
 
 

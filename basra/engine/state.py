@@ -26,7 +26,7 @@ class Phase(enum.IntEnum):
     """A side has won (the match, or the rubber)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Play:
     """A seat's move: play ``card``, taking plan ``plan`` when named.
 
@@ -38,6 +38,13 @@ class Play:
     card: Card
     plan: int | None = None
     trail: bool = False
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(self, seat: int, card: Card, plan: int | None = None, trail: bool = False) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "trail", trail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +130,7 @@ class LastPlay(NamedTuple):
     sweep: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class State:
     """A match at one moment. Build it with ``engine.new_match``; change it with ``apply``.
 
@@ -168,6 +175,51 @@ class State:
     """A rubber's finished games, oldest first (empty without a rubber)."""
     winner: int | None
     """Winning side once the match is over."""
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self,
+        profile: Profile,
+        seed: int,
+        phase: Phase,
+        hand_number: int,
+        dealer: int,
+        turn: int,
+        hands: tuple[tuple[Card, ...], ...],
+        floor: tuple[Card, ...],
+        stock: tuple[Card, ...],
+        captured: tuple[int, ...],
+        basras: tuple[int, ...],
+        basra_points: tuple[int, ...],
+        last_capturer: int | None,
+        last_play: LastPlay | None,
+        plays: int,
+        scores: tuple[int, ...],
+        carry: int,
+        history: tuple[HandScore, ...],
+        games: tuple[GameResult, ...],
+        winner: int | None,
+    ) -> None:
+        object.__setattr__(self, "profile", profile)
+        object.__setattr__(self, "seed", seed)
+        object.__setattr__(self, "phase", phase)
+        object.__setattr__(self, "hand_number", hand_number)
+        object.__setattr__(self, "dealer", dealer)
+        object.__setattr__(self, "turn", turn)
+        object.__setattr__(self, "hands", hands)
+        object.__setattr__(self, "floor", floor)
+        object.__setattr__(self, "stock", stock)
+        object.__setattr__(self, "captured", captured)
+        object.__setattr__(self, "basras", basras)
+        object.__setattr__(self, "basra_points", basra_points)
+        object.__setattr__(self, "last_capturer", last_capturer)
+        object.__setattr__(self, "last_play", last_play)
+        object.__setattr__(self, "plays", plays)
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "carry", carry)
+        object.__setattr__(self, "history", history)
+        object.__setattr__(self, "games", games)
+        object.__setattr__(self, "winner", winner)
 
     @property
     def seats(self) -> int:

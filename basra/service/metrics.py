@@ -49,6 +49,7 @@ class Metrics:
     watch_streams: Gauge
     watch_matches: Gauge
     watch_reconnects: Counter
+    record_cache: Counter
     request_timeouts: Counter
     store_full: Gauge
     store_full_writes: Counter
@@ -151,6 +152,13 @@ class Metrics:
                 "Times the shared WatchMatch reader lost its store connection and reconnected",
                 registry=registry,
             ),
+            record_cache=Counter(
+                "basra_record_cache",
+                "Changes (Play, next Deal) that started from the record this replica remembered "
+                "(hit: no GET) or had to load it (miss)",
+                ["result"],
+                registry=registry,
+            ),
             store_full=Gauge(
                 "basra_store_full",
                 "1 when the last store health check found it refusing writes (out of memory)",
@@ -218,6 +226,11 @@ class InstrumentedStore:
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
         return await self._timed("commit", self.inner.commit(match_id, commit))
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        return await self._timed("commit", self.inner.commit_or_current(match_id, commit))
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         return await self._timed("events", self.inner.events(match_id, after_version))

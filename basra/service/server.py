@@ -21,6 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from basra import engine
 from basra.service import logs
 from basra.service.config import Settings, flag_name
 from basra.service.grpc_transport import register
@@ -283,6 +284,9 @@ async def run(settings: Settings) -> None:
             "store": "redis" if settings.redis_url else "embedded",
             "metrics_port": server.metrics_port,
             "http_port": server.http.port if server.http else None,
+            # Which engine runs: mypyc-compiled, or the .py sources (no C compiler at build
+            # time, or BASRA_ENGINE=pure).
+            "engine": "compiled" if engine.COMPILED else "interpreted",
         },
     )
     stopping = asyncio.Event()

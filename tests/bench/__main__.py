@@ -12,6 +12,7 @@ import time
 from tests.bench.client_bench import client_figures
 from tests.bench.engine_bench import engine_figures
 from tests.bench.hardening_bench import hardening_figures
+from tests.bench.profile_play import profile_plays, summary
 from tests.bench.service_bench import service_figures
 from tests.bench.watch_bench import watch_figures
 
@@ -25,6 +26,8 @@ def main() -> None:
     figures.update(hardening_figures())
     print()
     figures.update(client_figures())
+    print()
+    print("\n".join(summary(*profile_plays())))
     print()
     figures.update(watch_figures())
     print(f"\n(benchmark took {time.monotonic() - started:.0f} s)")

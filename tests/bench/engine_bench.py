@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from basra.engine import (
+    COMPILED,
     ERAM,
     Phase,
     Profile,
@@ -143,9 +144,13 @@ def worst_crafted_ms() -> tuple[float, list[str]]:
     return worst_overall, lines
 
 
-def engine_figures(seconds: float = 3.0) -> dict[str, float]:
+def engine_figures(seconds: float = 3.0) -> dict[str, float | bool]:
     """Measure and print the engine figures; returns them for the JSON summary."""
-    print(f"# engine benchmark on {platform.python_implementation()} {platform.python_version()}")
+    engine = "compiled (mypyc)" if COMPILED else "interpreted (.py sources)"
+    print(
+        f"# engine benchmark on {platform.python_implementation()} {platform.python_version()}, "
+        f"engine {engine}"
+    )
     hands = self_play_hands_per_s(seconds)
     print(
         f"random self-play: {hands:,.0f} hands/s (48 plays each), "
@@ -172,6 +177,7 @@ def engine_figures(seconds: float = 3.0) -> dict[str, float]:
         "plans_adversarial_max_ms": round(worst, 2),
         "engine_partnership_4_seat_hands_per_s": round(partnership, 1),
         "engine_state_bytes_4_seat_mid_hand": state_bytes,
+        "engine_compiled": COMPILED,
     }
 
 

@@ -95,6 +95,32 @@ def test_commit_is_compare_and_set_on_the_version(make_store: StoreFactory) -> N
     run(make_store, scenario)
 
 
+def test_a_lost_commit_answers_the_current_record_in_the_same_call(
+    make_store: StoreFactory,
+) -> None:
+    # What lets a replica play from the record it remembers: when the match moved on, the one
+    # commit call brings back the match as it is now, so the retry needs no load.
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        assert await store.commit_or_current("M" * 22, commit(1, seat=1, request=b"req")) == (
+            True,
+            None,
+        )
+        applied, current = await store.commit_or_current("M" * 22, commit(1))  # stale
+        assert not applied
+        assert current == await store.load("M" * 22)
+        assert current is not None
+        assert (current.version, current.state, current.requests) == (2, b"state-2", (b"", b"req"))
+        applied, current = await store.commit_or_current("M" * 22, commit(7))  # from the future
+        assert (applied, current) == (False, await store.load("M" * 22))
+        # Nothing was written by the lost commits.
+        page = await store.events("M" * 22, 0)
+        assert [e.version for e in page.entries] == [1, 2]
+        assert await store.commit_or_current("X" * 22, commit(1)) == (False, None)  # gone
+
+    run(make_store, scenario)
+
+
 def test_racing_commits_apply_exactly_one(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         await store.create(new())
@@ -242,6 +268,24 @@ def test_request_records_written_before_versions_still_give_their_stored_respons
     new = records.SeatRequest(b"h" * 16, b"f" * 16, 77)
     assert records.SeatRequest.decode(new.encode()) == new
     assert len(new.encode()) == 41
+
+
+def test_the_redis_store_packs_commands_as_redis_py_would(redis_url: str) -> None:
+    # The store packs with hiredis (C) for speed: the bytes on the wire must not change.
+    from redis.asyncio import Redis
+    from redis.asyncio.connection import Connection
+
+    store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=100, timeout_s=5)
+    assert isinstance(store._redis, Redis)
+    packed = store._redis.connection_pool.connection_class().pack_command
+    for command in [
+        ("EVALSHA", "f" * 40, 2, "basra:{m}", "basra:{m}:events", 60000, 100, b"\x00" * 8, 3),
+        ("GET", "basra:{m}"),
+        ("MEMORY USAGE", b"basra:{m}", "SAMPLES", 0),
+        ("XADD", "k", "MAXLEN", 2000, "*", "e", b"\xff" * 300, "c", 1.5),
+    ]:
+        assert b"".join(packed(*command)) == b"".join(Connection().pack_command(*command))
+    asyncio.run(store.close())
 
 
 def test_embedded_store_keeps_a_finished_match_only_for_the_finished_ttl() -> None:

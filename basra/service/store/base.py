@@ -109,6 +109,14 @@ class Store(Protocol):
         """
         ...
 
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        """``commit``, answering in the same round trip what a retry needs: (True, None) when
+        applied; (False, the current record) when another change won the race; (False, None)
+        when the match is gone."""
+        ...
+
     async def events(self, match_id: str, after_version: int) -> EventPage:
         """Entries with versions above ``after_version``, oldest first (none yet: empty)."""
         ...

@@ -79,16 +79,24 @@ class MemoryStore:
         return True
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
+        applied, _ = await self.commit_or_current(match_id, commit)
+        return applied
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
         match = self._live(match_id)
-        if match is None or match.record.version != commit.expected_version:
-            return False
+        if match is None:
+            return False, None
+        if match.record.version != commit.expected_version:
+            return False, match.record
         match.record = commit.record
         match.entries.append(commit.entry)
         match.expires_at = self._clock() + (
             self._finished_ttl_s if commit.finished else self._ttl_s
         )
         self._changed(match_id, commit.record.version)
-        return True
+        return True, None
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         match = self._live(match_id)

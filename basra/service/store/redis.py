@@ -4,8 +4,11 @@ A match is a string (``keys.match_key``, see ``service.store.codec``) and a capp
 (``keys.events_key``) under one hash tag. Loading is one GET; every change is one Lua script that
 compares the version prefix, replaces the record, appends the event entry and restarts the idle
 expiry of both keys, and publishes the new version on the match's shard channel (the wake-up of
-WatchMatch readers, see ``service.store.redis_feed``): two round trips per play. Every call has a
-deadline; past it, or on any connection fault, the call raises StoreUnavailableError.
+WatchMatch readers, see ``service.store.redis_feed``). A replica that remembers a match's record
+(the servicer's RecordCache) plays from it and sends only the script, which answers the current
+record when the match moved on: one round trip per play on a warm replica, two on a cold one.
+Every call has a deadline; past it, or on any connection fault, the call raises
+StoreUnavailableError.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import hiredis
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -57,9 +61,11 @@ return 1
 """
 
 # KEYS: match record, events stream, wake channel. ARGV: ttl ms, maxlen, expected version
-# (8-byte prefix), new version, new record, then the entry's field/value pairs.
+# (8-byte prefix), new version, new record, then the entry's field/value pairs. Answers 1 when
+# applied; else the current record (another change won the race: the caller decides again
+# without a GET), or 0 when the match is gone.
 _COMMIT: Final = """
-if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return 0 end
+if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return redis.call('GET', KEYS[1]) or 0 end
 redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 6))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
@@ -119,6 +125,8 @@ class RedisStore:
             )
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
+        if isinstance(self._redis, Redis):  # a cluster client's connections live per node
+            _pack_with_hiredis(self._redis)
 
     async def _call(self, operation: Any) -> Any:
         task = asyncio.current_task()
@@ -161,6 +169,12 @@ class RedisStore:
         return bool(created)
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
+        applied, _ = await self.commit_or_current(match_id, commit)
+        return applied
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
         applied = await self._call(
             self._commit(
                 keys=[
@@ -178,7 +192,9 @@ class RedisStore:
                 ],
             )
         )
-        return bool(applied)
+        if applied == 1:
+            return True, None
+        return False, decode_record(match_id, applied) if applied else None
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         return (await self.events_many({match_id: after_version}))[match_id]
@@ -306,6 +322,21 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     )
     master: Redis = sentinel.master_for(parsed.master, db=parsed.db)
     return master, sentinel
+
+
+def _pack_with_hiredis(client: Redis) -> None:
+    """Have the client's connections pack commands with hiredis (C) rather than redis-py's
+    Python packer, as redis-py's blocking client does: the commit, with its record and event
+    entry, is packed on every Play. The bytes are the same (tests/service/test_store_contract)."""
+    pool = client.connection_pool
+    base = pool.connection_class
+
+    def pack_command(self: Any, *args: Any) -> list[bytes]:
+        if isinstance(args[0], str) and " " in args[0]:  # "MEMORY USAGE": words go apart
+            args = (*args[0].split(), *args[1:])
+        return [hiredis.pack_command(args)]
+
+    pool.connection_class = type(f"Hiredis{base.__name__}", (base,), {"pack_command": pack_command})
 
 
 def _entry_fields(entry: EventEntry) -> list[bytes | str]:
