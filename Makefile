@@ -1,6 +1,6 @@
 # The two quick-start commands are `make run` and `make test`: they build .venv, install, generate,
-# then serve / test. `make run` needs Python >= 3.11 and make; `make test` also needs Node.js 20+
-# and npm, and installs redis-server and kubectl with apt-get when they are missing.
+# then serve / test. `make run` needs Python >= 3.11, make, Node.js 20+ and npm (the web table);
+# `make test` also installs redis-server, kubectl and chromium with apt-get when they are missing.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -28,6 +28,15 @@ GATEWAY_API := tests/deploy/gateway_api
 GATEWAY_API_MODULES := $(GATEWAY_API)/node_modules/.package-lock.json
 
 .PHONY: help setup run test lint typecheck unit bench golden redis-server kubectl contract-release clean
+.PHONY: web chromium screenshot clean-web
+
+# The web table (web/): npm packages from its lock file, stubs by buf, bundled by esbuild into
+# web/dist, which `basra-engine serve` serves at / on its HTTP port.
+WEB := web
+WEB_MODULES := $(WEB)/node_modules/.package-lock.json
+WEB_STUBS := $(WEB)/gen/.generated
+WEB_DIST := $(WEB)/dist/index.html
+WEB_SOURCES := $(shell find $(WEB)/src -name '*.ts') $(addprefix $(WEB)/,index.html style.css build.mjs tsconfig.json)
 
 # Every target with a `## ` comment is listed by `make help`.
 help: ## list the targets
@@ -120,6 +129,41 @@ $(GATEWAY_API_MODULES): $(GATEWAY_API)/package.json $(GATEWAY_API)/package-lock.
 $(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
 	$(BIN)/buf generate --template $(NODE)/buf.gen.yaml
 	@touch $@
+
+# The web table's browser tests (tests/web) need the built table and Chromium.
+run: $(WEB_DIST)
+unit: chromium $(WEB_DIST)
+clean: clean-web
+
+$(WEB_MODULES): $(WEB)/package.json $(WEB)/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are needed for the web table"; exit 1; }
+	cd $(WEB) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+	@touch $@
+
+$(WEB_STUBS): $(WEB_MODULES) $(TOOLS) $(PROTOS) $(WEB)/buf.gen.yaml
+	$(BIN)/buf generate --template $(WEB)/buf.gen.yaml
+	@touch $@
+
+# Type-checked (tsc --noEmit), then bundled; dist/index.html is written last.
+$(WEB_DIST): $(WEB_STUBS) $(WEB_SOURCES)
+	cd $(WEB) && npm run --silent build
+
+web: $(WEB_DIST) ## build the web table into web/dist
+
+# The browser tests drive Debian's Chromium (no browser is downloaded); DejaVu draws Arabic and
+# Persian in its screenshots.
+chromium: ## install Debian's chromium when missing
+	@command -v chromium >/dev/null || { \
+	  echo "chromium not found: installing Debian's chromium package"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends chromium fonts-dejavu-core \
+	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends chromium fonts-dejavu-core; }; }
+
+screenshot: $(STAMP) redis-server chromium $(WEB_DIST) ## rewrite web/screenshot.png (the README's)
+	README_SCREENSHOT=$(CURDIR)/$(WEB)/screenshot.png $(BIN)/pytest -q tests/web -k reload
+
+clean-web: ## remove the web table's packages, stubs and build
+	rm -rf $(WEB)/node_modules $(WEB)/gen $(WEB)/dist
 
 # The engine suite runs a second time on the .py sources: the compiled and the interpreted
 # engine must agree. The first run requires the compiled engine when make could build it
