@@ -159,6 +159,18 @@ def options_of(profile: Profile) -> game_pb2.MatchOptions:
     )
 
 
+def spectator_view_to_pb(state: State, match_id: str, version: int) -> game_pb2.MatchView:
+    """A spectator's view: what every seat's view shows alike, no hand at all, and no card only
+    some seats may see (the stock's bottom card shown to its dealer)."""
+    views = [view_to_pb(state, seat, match_id, version) for seat in range(state.seats)]
+    public = views[0]
+    public.ClearField("hand")
+    if not all(v.HasField("bottom_card") for v in views):
+        public.ClearField("bottom_card")
+    public.spectator = True
+    return public
+
+
 def _seats_of(state: State, side: int) -> list[int]:
     return [s for s in range(state.seats) if state.profile.side_of(s) == side]
 

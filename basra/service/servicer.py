@@ -55,7 +55,7 @@ from basra.engine import (
     rule_system,
 )
 from basra.engine.game import MAX_SEED
-from basra.service import auth, convert, records
+from basra.service import auth, convert, records, watch
 from basra.service.config import Settings
 from basra.service.errors import (
     ServiceError,
@@ -76,7 +76,6 @@ from basra.service.store import (
     StoreFullError,
     StoreUnavailableError,
 )
-from basra.service.store.base import EventPage
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 
@@ -167,6 +166,11 @@ class Servicer:
         missing = [m.name for m in SERVICE.methods if not callable(getattr(self, m.name, None))]
         if missing:
             raise TypeError(f"RPCs of the contract without an implementation: {missing}")
+        self._watchers = watch.Watchers(store, metrics)
+
+    async def close(self) -> None:
+        """End the open WatchMatch streams' shared reader (the server is stopping)."""
+        await self._watchers.close()
 
     async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
         """Run the unary RPC ``method``: its response, or ServiceError (the only exception)."""
@@ -278,6 +282,9 @@ class Servicer:
                     version=1,
                     state=encode(state),
                     token_hashes=tuple(auth.token_hash(text) for text, _ in tokens),
+                    watch_hashes=tuple(
+                        auth.token_hash(auth.watch_token(text)) for text, _ in tokens
+                    ),
                     creation=creation,
                     requests=(b"",) * profile.seats,
                 ),
@@ -417,14 +424,33 @@ class Servicer:
         )
 
     async def Score(self, request: pb.ScoreRequest, caller: Caller) -> pb.ScoreResponse:
-        record, _, state = await self._read(request.match_id, caller)
+        record, _, state = await self._read_viewer(request.match_id, caller)
         return pb.ScoreResponse(scoreboard=convert.scoreboard_to_pb(state), version=record.version)
 
     async def GetMatch(self, request: pb.GetMatchRequest, caller: Caller) -> pb.GetMatchResponse:
-        record, seat, state = await self._read(request.match_id, caller)
-        return pb.GetMatchResponse(
-            view=convert.view_to_pb(state, seat, record.match_id, record.version)
-        )
+        record, seat, state = await self._read_viewer(request.match_id, caller)
+        if seat is None:
+            view = convert.spectator_view_to_pb(state, record.match_id, record.version)
+        else:
+            view = convert.view_to_pb(state, seat, record.match_id, record.version)
+        return pb.GetMatchResponse(view=view)
+
+    async def CreateWatchToken(
+        self, request: pb.CreateWatchTokenRequest, caller: Caller
+    ) -> pb.CreateWatchTokenResponse:
+        auth.check_match_id(request.match_id)
+        token = auth.bearer_token(caller.metadata)
+        record = await self._load(request.match_id)
+        auth.seat_of(token, record.token_hashes, record.watch_hashes)
+        if not record.watch_hashes:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "WATCH_TOKENS_UNSUPPORTED",
+                "this match was created before watch tokens existed: it has none",
+                {"match_id": record.match_id},
+            )
+        # The seat's watch token is derived from its seat token: the same on every call.
+        return pb.CreateWatchTokenResponse(watch_token=auth.watch_token(token))
 
     async def WatchMatch(
         self, request: pb.WatchMatchRequest, caller: Caller
@@ -445,7 +471,7 @@ class Servicer:
     ) -> AsyncIterator[pb.WatchMatchResponse]:
         if request.after_version < 0:
             raise invalid_argument("after_version", "must be 0 or more")
-        record, seat, state = await self._read(request.match_id, caller)
+        record, seat, state = await self._read_viewer(request.match_id, caller)
         if request.after_version > record.version:
             # Not INVALID_ARGUMENT: the client saw those versions, then the store went back to an
             # older snapshot. OUT_OF_RANGE tells it to reload and resume (proto/README.md).
@@ -456,44 +482,14 @@ class Servicer:
                 "GetMatch and resume from its version",
                 {"after_version": request.after_version, "current_version": record.version},
             )
+        if state.winner is not None and request.after_version >= record.version:
+            return  # the match is over and everything was sent
+        stream = self._watchers.open(record.match_id, seat, request.after_version)
         # A stream waiting on an idle match writes nothing, so its transport would never notice
-        # the client leave: every wait races the end of the call instead.
-        ended = caller.ended
-        after = request.after_version
-        first = True
-        waiting: asyncio.Future[EventPage] | None = None
-        try:
-            while state.winner is None or after < record.version:  # else: all sent, match over
-                waiting = asyncio.ensure_future(
-                    self._store.events(record.match_id, after, self._settings.watch_poll_s)
-                )
-                await asyncio.wait((waiting, ended), return_when=asyncio.FIRST_COMPLETED)
-                if ended.done():
-                    return  # the client has gone
-                page = waiting.result()
-                if page.oldest_version is None:
-                    raise _not_found(record.match_id)
-                if first and after and after + 1 < page.oldest_version:
-                    raise ServiceError(
-                        grpc.StatusCode.OUT_OF_RANGE,
-                        "HISTORY_TRIMMED",
-                        "events after that version are no longer kept: call GetMatch and resume "
-                        "from its version",
-                        {"after_version": after, "oldest_version": page.oldest_version},
-                    )
-                first = False
-                for entry in page.entries:
-                    dealt = records.decode_cards(entry.dealt_to(seat))
-                    for event in records.decode_events(entry.events):
-                        yield pb.WatchMatchResponse(event=convert.for_seat(event, dealt))
-                        if event.HasField("match_ended"):
-                            return
-                    after = entry.version
-        finally:
-            if waiting is not None and not waiting.done():
-                waiting.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StoreUnavailableError):
-                    await waiting
+        # the client leave: the end of the call releases the stream's place at once.
+        caller.ended.add_done_callback(lambda _: stream.leave())
+        async for response in stream.responses():
+            yield response
 
     # -- Shared paths -------------------------------------------------------------------------
 
@@ -512,7 +508,7 @@ class Servicer:
             ServiceError: OUT_OF_RANGE / HISTORY_TRIMMED when the entries from version 1 are no
                 longer kept (the store keeps the latest ``events_maxlen``).
         """
-        page = await self._store.events(match_id, 0, 0.0)
+        page = await self._store.events(match_id, 0)
         if page.oldest_version is None:
             raise _not_found(match_id)
         state = records.replay([(e.version, e.command) for e in page.entries], version)
@@ -527,11 +523,20 @@ class Servicer:
         return state
 
     async def _read(self, match_id: str, caller: Caller) -> tuple[MatchRecord, int, State]:
-        """The match, the caller's seat and the state, for a read-only call."""
+        """The match, the caller's seat and the state, for a read-only call of a seat."""
+        record, seat, state = await self._read_viewer(match_id, caller)
+        if seat is None:
+            raise auth.read_only()
+        return record, seat, state
+
+    async def _read_viewer(
+        self, match_id: str, caller: Caller
+    ) -> tuple[MatchRecord, int | None, State]:
+        """The match, the caller's seat (None for a spectator's watch token) and the state."""
         auth.check_match_id(match_id)
         token = auth.bearer_token(caller.metadata)
         record = await self._load(match_id)
-        seat = auth.seat_of(token, record.token_hashes)
+        seat = auth.viewer_of(token, record.token_hashes, record.watch_hashes)
         return record, seat, self._states.decode(record.state)
 
     async def _change(
@@ -559,7 +564,7 @@ class Servicer:
         record = remembered or await self._load(match_id)
         for _ in range(CAS_ATTEMPTS):
             try:
-                seat = auth.seat_of(token, record.token_hashes)
+                seat = auth.seat_of(token, record.token_hashes, record.watch_hashes)
                 if request_id:
                     previous = records.SeatRequest.decode(record.requests[seat])
                     if previous is not None and hmac.compare_digest(previous.request_hash, asked):

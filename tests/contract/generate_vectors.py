@@ -86,6 +86,8 @@ class Recorder:
             and outcome.response.get("seatTokens")
         ):
             self._learn(outcome.response)
+        if rpc == "CreateWatchToken" and outcome.response:
+            self.secrets[outcome.response["watchToken"]] = f"{{{{token:watch{seat}}}}}"
         step["expect"] = self._expectation(rpc, outcome, keep)
         problems = self.session.check(step, outcome)
         assert not problems, problems
@@ -388,6 +390,34 @@ def errors_api_key(rec: Recorder) -> None:
 def errors_seeds_disabled(rec: Recorder) -> None:
     rec.reject("Deal", {"seed": "14", "requestId": "{{request_id:seeded}}"}, "SEEDS_DISABLED")
     rec.create(None, keep=("matchId",), note="no seed: a random deal, so only its version")
+
+
+@scenario(
+    {"store": "redis", "settings": SEEDED},
+    "Spectators: CreateWatchToken (a retry returns the same token, each seat has its own); the "
+    "watch token reads GetMatch (spectator view, no hand), Score and WatchMatch (no dealt "
+    "cards) and is refused WATCH_TOKEN_READ_ONLY by Play, ListPlans, Deal and CreateWatchToken.",
+)
+def spectator(rec: Recorder) -> None:
+    rec.create(17)
+    mid = "{{match_id}}"
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=0)
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=0, note="a retry: the same token")
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=1, note="seat 1's own watch token")
+    watcher = {"authorization": "Bearer {{token:watch0}}"}
+    seat, token, plan_id = rec.first_choice()
+    rec.play(seat, token, plan_id)
+    rec.call("GetMatch", {"matchId": mid}, metadata=watcher, note="the public view")
+    rec.call("Score", {"matchId": mid}, metadata=watcher)
+    rec.call("WatchMatch", {"matchId": mid}, metadata=watcher, take=2, note="public events only")
+    for rpc, request in [
+        ("Play", {"matchId": mid, "card": card(token)}),
+        ("ListPlans", {"matchId": mid}),
+        ("Deal", {"matchId": mid}),
+        ("CreateWatchToken", {"matchId": mid}),
+    ]:
+        rec.reject(rpc, request, "WATCH_TOKEN_READ_ONLY", metadata=watcher)
+    rec.call("GetMatch", {"matchId": mid}, seat=0, keep="version", note="nothing changed")
 
 
 @scenario(

@@ -63,6 +63,7 @@ RPCS: Final = (
     "WatchMatch",
     "CreateMatch",
     "ListRules",
+    "CreateWatchToken",
 )
 CALL_TIMEOUT_S: Final = 10.0
 

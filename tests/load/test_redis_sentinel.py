@@ -120,7 +120,9 @@ def test_the_store_opens_tls_connections_to_sentinels_and_master() -> None:
             timeout_s=1,
         )
         try:
-            for client in (store._redis, store._blocking):
+            # The WatchMatch change feed makes its connections with this pool's connection class
+            # and options too (service.store.redis_feed): TLS as well.
+            for client in (store._redis,):
                 assert isinstance(client, Redis)
                 pool = client.connection_pool
                 # (a subclass for calls: the store packs its commands with hiredis)

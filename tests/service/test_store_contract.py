@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -62,7 +61,7 @@ def commit(version: int, seat: int = 0, request: bytes = b"") -> Commit:
 def test_load_of_an_unknown_match_is_none(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         assert await store.load("N" * 22) is None
-        page = await store.events("N" * 22, 0, 0.01)
+        page = await store.events("N" * 22, 0)
         assert (page.entries, page.oldest_version) == ((), None)
 
     run(make_store, scenario)
@@ -115,7 +114,7 @@ def test_a_lost_commit_answers_the_current_record_in_the_same_call(
         applied, current = await store.commit_or_current("M" * 22, commit(7))  # from the future
         assert (applied, current) == (False, await store.load("M" * 22))
         # Nothing was written by the lost commits.
-        page = await store.events("M" * 22, 0, 0.01)
+        page = await store.events("M" * 22, 0)
         assert [e.version for e in page.entries] == [1, 2]
         assert await store.commit_or_current("X" * 22, commit(1)) == (False, None)  # gone
 
@@ -129,7 +128,7 @@ def test_racing_commits_apply_exactly_one(make_store: StoreFactory) -> None:
             *(store.commit("M" * 22, commit(1, seat=s % 2)) for s in range(10))
         )
         assert sum(results) == 1
-        page = await store.events("M" * 22, 0, 0.01)
+        page = await store.events("M" * 22, 0)
         assert [e.version for e in page.entries] == [1, 2]
 
     run(make_store, scenario)
@@ -142,10 +141,10 @@ def test_events_come_in_order_after_a_version_with_each_seats_dealt_cards(
         await store.create(new())
         for version in (1, 2, 3):
             await store.commit("M" * 22, commit(version))
-        page = await store.events("M" * 22, 1, 0.01)
+        page = await store.events("M" * 22, 1)
         assert [e.version for e in page.entries] == [2, 3, 4]
         assert page.entries[0] == entry(2)
-        first = (await store.events("M" * 22, 0, 0.01)).entries[0]
+        first = (await store.events("M" * 22, 0)).entries[0]
         assert (first.dealt_to(0), first.dealt_to(1), first.dealt_to(3)) == (
             b"\x01\x02",
             b"\x03\x04",
@@ -157,20 +156,45 @@ def test_events_come_in_order_after_a_version_with_each_seats_dealt_cards(
     run(make_store, scenario)
 
 
-def test_events_wait_for_the_next_commit(make_store: StoreFactory) -> None:
+def test_the_feed_reports_each_commit_of_a_followed_match_once_it_is_followed(
+    make_store: StoreFactory,
+) -> None:
+    async def scenario(store: Store) -> None:
+        reconnects: list[None] = []
+        feed = store.feed(lambda: reconnects.append(None))
+        await store.create(new())
+        await store.create(new("O" * 22))
+        await store.commit("M" * 22, commit(1))  # before follow: not reported
+        await feed.follow("M" * 22)
+        waiting = asyncio.create_task(feed.changes())
+        await store.commit("O" * 22, commit(1))  # never followed
+        await store.commit("M" * 22, commit(2))
+        changes = await asyncio.wait_for(waiting, 5)
+        assert [(c.match_id, c.version) for c in changes] == [("M" * 22, 3)]
+        page = await store.events("M" * 22, 2)
+        assert [e.version for e in page.entries] == [3]
+        feed.unfollow("M" * 22)
+        await store.commit("M" * 22, commit(3))
+        await feed.follow("O" * 22)
+        await store.commit("O" * 22, commit(2))
+        changes = await asyncio.wait_for(feed.changes(), 5)
+        assert [(c.match_id, c.version) for c in changes] == [("O" * 22, 3)]
+        assert reconnects == []
+        await feed.close()
+
+    run(make_store, scenario)
+
+
+def test_events_of_many_matches_at_once(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         await store.create(new())
-        started = time.monotonic()
-        waiting = asyncio.create_task(store.events("M" * 22, 1, 5.0))
-        await asyncio.sleep(0.2)
-        assert not waiting.done()
-        await store.commit("M" * 22, commit(1))
-        page = await asyncio.wait_for(waiting, 3)
-        assert [e.version for e in page.entries] == [2]
-        assert time.monotonic() - started < 3
-        empty = await store.events("M" * 22, 2, 0.1)
-        assert empty.entries == ()
-        assert empty.oldest_version == 1
+        await store.create(new("O" * 22))
+        await store.commit("O" * 22, commit(1))
+        pages = await store.events_many({"M" * 22: 0, "O" * 22: 1, "N" * 22: 0})
+        assert [e.version for e in pages["M" * 22].entries] == [1]
+        assert [e.version for e in pages["O" * 22].entries] == [2]
+        assert pages["O" * 22].oldest_version == 1
+        assert (pages["N" * 22].entries, pages["N" * 22].oldest_version) == ((), None)
 
     run(make_store, scenario)
 
@@ -180,7 +204,7 @@ def test_event_retention_is_capped(make_store: StoreFactory) -> None:
         await store.create(new())
         for version in range(1, 9):
             await store.commit("M" * 22, commit(version))
-        page = await store.events("M" * 22, 0, 0.01)
+        page = await store.events("M" * 22, 0)
         assert [e.version for e in page.entries] == [5, 6, 7, 8, 9]  # maxlen 5
         assert page.oldest_version == 5
 
@@ -199,7 +223,7 @@ def test_embedded_store_expires_idle_matches_and_every_commit_restarts_the_clock
         assert await store.load("M" * 22) is not None
         now[0] = 19.5
         assert await store.load("M" * 22) is None
-        assert (await store.events("M" * 22, 0, 0.01)).oldest_version is None
+        assert (await store.events("M" * 22, 0)).oldest_version is None
 
     asyncio.run(scenario())
 

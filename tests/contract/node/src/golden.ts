@@ -8,6 +8,8 @@ import { fromJson, toJson, type JsonObject, type JsonValue } from "@bufbuild/pro
 import type { CallOptions } from "@connectrpc/connect";
 
 import {
+  CreateWatchTokenRequestSchema,
+  CreateWatchTokenResponseSchema,
   CreateMatchRequestSchema,
   CreateMatchResponseSchema,
   DealRequestSchema,
@@ -187,6 +189,11 @@ function unary(client: BasraClient, rpc: string, json: JsonValue): (o: CallOptio
     case "ListRules": {
       const request = fromJson(ListRulesRequestSchema, json);
       return async (o) => toJson(ListRulesResponseSchema, await client.listRules(request, o));
+    }
+    case "CreateWatchToken": {
+      const request = fromJson(CreateWatchTokenRequestSchema, json);
+      return async (o) =>
+        toJson(CreateWatchTokenResponseSchema, await client.createWatchToken(request, o));
     }
     default:
       throw new VectorError(`unknown rpc ${rpc}`);
