@@ -1,0 +1,10 @@
+"""Example counts that follow the loaded Hypothesis profile (registered in tests/conftest.py)."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+
+
+def examples(n: int) -> int:
+    """A test's example count: ``n`` under the CI profile, more under the longer local one."""
+    return max(1, n * settings.default.max_examples // 100)
