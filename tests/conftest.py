@@ -1,13 +1,29 @@
-"""Session fixtures: one real redis-server for the whole test session."""
+"""Session fixtures: one real redis-server for the whole test session; Hypothesis profiles."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support import RedisProcess
+
+# CI runs are reproducible: the same examples every run, no example database, and a failure
+# prints the blob that replays it. Local runs draw new examples every time and twice as many
+# (tests scale their counts with tests.profiles.examples), keeping failures in .hypothesis/.
+# BASRA_HYPOTHESIS_PROFILE=ci reproduces CI locally.
+settings.register_profile(
+    "ci", max_examples=100, derandomize=True, database=None, print_blob=True, deadline=None
+)
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.load_profile(
+    "ci"
+    if os.environ.get("CI", "").lower() == "true"
+    else os.environ.get("BASRA_HYPOTHESIS_PROFILE", "dev")
+)
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from basra.engine import (
 )
 from basra.engine.cards import ALL_CARDS_MASK, CARDS, DECK_SIZE, mask_of
 from basra.engine.game import legal_plans, legal_plays
+from tests.profiles import examples
 
 
 def assert_conserved(state: State) -> None:
@@ -43,7 +44,7 @@ def check_hand_points(scored: HandScored, carry_before: int) -> None:
     assert sum(s.cards for s in score.seats) == DECK_SIZE
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(seed=st.integers(0, 2**64 - 1), choices=st.randoms(use_true_random=False))
 def test_every_step_conserves_cards_and_every_hand_adds_up(
     seed: int, choices: random.Random
@@ -72,7 +73,7 @@ play_strategy = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(seed=st.integers(0, 2**16), steps=st.integers(0, 47), play=play_strategy)
 def test_any_play_is_either_legal_or_rejected_without_a_trace(
     seed: int, steps: int, play: Play

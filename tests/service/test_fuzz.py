@@ -15,6 +15,7 @@ from basra.service.config import Settings
 from basra.service.errors import DOMAIN
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
+from tests.profiles import examples
 from tests.service.driver import snapshot
 from tests.support import RedisProcess, ServerThread
 
@@ -146,7 +147,9 @@ def check_rejection(error: grpc.RpcError) -> None:
 
 
 @settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(400),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_random_requests_get_typed_answers_and_change_nothing_when_rejected(
@@ -164,7 +167,9 @@ def test_random_requests_get_typed_answers_and_change_nothing_when_rejected(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     rpc=st.sampled_from(["Deal", "ListPlans", "Play", "Score", "GetMatch", "WatchMatch"]),
