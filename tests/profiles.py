@@ -7,4 +7,6 @@ from hypothesis import settings
 
 def examples(n: int) -> int:
     """A test's example count: ``n`` under the CI profile, more under the longer local one."""
-    return max(1, n * settings.default.max_examples // 100)
+    profile = settings.default
+    assert profile is not None
+    return max(1, n * profile.max_examples // 100)

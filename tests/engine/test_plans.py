@@ -284,7 +284,7 @@ CRAFTED = [
 def test_crafted_floors_of_many_equal_values_offer_the_first_twelve_of_the_order(
     floor_text: str, cards: list[str]
 ) -> None:
-    floor = parse_cards(floor_text)
+    floor = list(parse_cards(floor_text))
     for text in cards:
         card = Card.parse(text)
         expected = plans_by_order(floor, card, budget=200_000)
