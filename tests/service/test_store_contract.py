@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -133,14 +132,15 @@ def test_events_come_in_order_after_a_version_with_each_seats_dealt_cards(
 def test_events_wait_for_the_next_commit(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         await store.create(new())
-        started = time.monotonic()
-        waiting = asyncio.create_task(store.events("M" * 22, 1, 5.0))
-        await asyncio.sleep(0.2)
-        assert not waiting.done()
+        # The wait is far longer than the test's deadline: only the commit can end it in time.
+        waiting = asyncio.create_task(store.events("M" * 22, 1, 60.0))
+        # Nothing to return yet: the waiter must still be waiting once it has had a chance to
+        # run (an observation window for something that must NOT happen, not a wait).
+        done, _ = await asyncio.wait({waiting}, timeout=0.2)
+        assert not done, "events returned before any commit"
         await store.commit("M" * 22, commit(1))
-        page = await asyncio.wait_for(waiting, 3)
+        page = await asyncio.wait_for(waiting, 30)
         assert [e.version for e in page.entries] == [2]
-        assert time.monotonic() - started < 3
         empty = await store.events("M" * 22, 2, 0.1)
         assert empty.entries == ()
         assert empty.oldest_version == 1
