@@ -15,7 +15,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 import grpc
 
@@ -45,12 +45,6 @@ def token_hash(token: str) -> bytes:
 
 
 Metadata = Sequence[tuple[str, str | bytes]]
-
-
-def metadata_of(context: grpc.aio.ServicerContext[Any, Any]) -> Metadata:
-    """The call's metadata as (key, value) pairs (what grpc.aio returns at run time)."""
-    raw: Any = context.invocation_metadata() or ()
-    return [(str(key), value) for key, value in raw]
 
 
 def bearer_token(metadata: Metadata) -> str:

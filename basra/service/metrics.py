@@ -5,16 +5,19 @@ The full list, for operators, is in deploy/README.md ("Metrics").
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import Final, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from basra.service.errors import ServiceError
 from basra.service.store.base import Commit, EventPage, MatchRecord, NewMatch, Store
 
 T = TypeVar("T")
+log = logging.getLogger("basra.rpc")
 _LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 
@@ -35,6 +38,43 @@ class Metrics:
     store_errors: Counter
     store_up: Gauge
     watch_streams: Gauge
+    # Labelled children by label values, resolved once: every call goes through observe_call.
+    _calls: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False, compare=False)
+    _latency: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def observe_call(
+        self, method: str, match_id: str, elapsed: float, error: ServiceError | None
+    ) -> None:
+        """Count, time and log one finished call, whatever transport carried it."""
+        code = "OK" if error is None else error.code.name
+        key = (method, code)
+        if (counter := self._calls.get(key)) is None:
+            counter = self._calls[key] = self.calls.labels(method, code)
+        counter.inc()
+        if (latency := self._latency.get(method)) is None:
+            latency = self._latency[method] = self.latency.labels(method)
+        latency.observe(elapsed)
+        if error is not None:
+            log.info(
+                "call rejected",
+                extra={
+                    "method": method,
+                    "code": code,
+                    "reason": error.reason,
+                    "match_id": match_id,
+                    "ms": round(elapsed * 1e3, 2),
+                },
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "call",
+                extra={
+                    "method": method,
+                    "code": code,
+                    "match_id": match_id,
+                    "ms": round(elapsed * 1e3, 2),
+                },
+            )
 
     @classmethod
     def create(cls) -> Metrics:

@@ -21,8 +21,9 @@ from grpc_reflection.v1alpha import reflection
 
 from basra.service import logs
 from basra.service.config import Settings
+from basra.service.grpc_transport import register
 from basra.service.metrics import InstrumentedStore, Metrics
-from basra.service.servicer import Servicer, register
+from basra.service.servicer import Servicer
 from basra.service.store import Store, StoreUnavailableError
 from basra.service.store.memory import MemoryStore
 from basra.service.store.redis import RedisStore

@@ -1,5 +1,11 @@
 """The BasraService RPCs: decode the request, load the match, call the engine, store, reply.
 
+This is the transport-neutral core: each RPC takes the request and the ``Caller`` (its metadata,
+peer and end) and returns messages or raises; ``Servicer.handle`` and ``Servicer.handle_stream``
+turn every failure into a ``ServiceError`` and observe the call. The transports (gRPC in
+``grpc_transport``, Connect and gRPC-Web over HTTP in ``http``) only turn their metadata into a
+``Caller`` and a ``ServiceError`` into their wire form.
+
 Every change to a match (Play, the next hand's Deal) takes one path, ``_change``: authenticate
 the seat, answer a retried request_id from its record, check expected_version, apply the engine,
 then commit with compare-and-set on the version, reloading and deciding again when another
@@ -10,18 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hmac
 import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
 import grpc
-from google.protobuf import message_factory
 from google.protobuf.message import DecodeError, Message
 
 from basra.engine import (
@@ -65,18 +69,37 @@ from basra.service.store import (
 )
 from basra.service.store.base import EventPage
 from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import basra_service_pb2_grpc, game_pb2
+from basra.v1 import game_pb2
 
 log = logging.getLogger("basra.rpc")
 R = TypeVar("R", bound=Message)
 CAS_ATTEMPTS: Final = 8
 SEATS: Final = 2
 
-Context = grpc.aio.ServicerContext[Any, Any]
+SERVICE: Final = pb.DESCRIPTOR.services_by_name["BasraService"]
+"""The contract's service: the one place RPC names, request and response types come from."""
+RPC_OF_REQUEST: Final[Mapping[str, str]] = {
+    method.input_type.full_name: method.name for method in SERVICE.methods
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who makes a call, as every transport sees it.
+
+    ``metadata`` holds the call's metadata (gRPC) or headers (HTTP) as (lower-case key, value)
+    pairs; ``peer`` the client's address, for logs; ``ended`` completes when the call is over
+    (the client left, cancelled or the call finished): streaming calls stop waiting on it.
+    """
+
+    metadata: auth.Metadata
+    peer: str
+    ended: asyncio.Future[None]
 
 
 class MalformedRequest:
-    """What a request that does not parse as its message becomes (see ``register``)."""
+    """What a request that does not parse as its message becomes: the transports pass it to
+    ``Servicer.handle``, which rejects it like any other bad input."""
 
     def __init__(self, message: str) -> None:
         self.message = message
@@ -98,34 +121,6 @@ def _check_parsed(request: object) -> None:
         raise invalid_argument("request", f"is not a valid {request.message} message")
 
 
-def register(server: grpc.aio.Server, servicer: Servicer) -> None:
-    """Serve BasraService with parsers that never raise, so that bytes which are not a valid
-    request get INVALID_ARGUMENT with an ErrorInfo like any other bad input (gRPC's own parsing
-    would answer UNKNOWN without details). Built from the service descriptor, so it follows the
-    contract."""
-    handlers = {}
-    for method in pb.DESCRIPTOR.services_by_name["BasraService"].methods:
-        request = message_factory.GetMessageClass(method.input_type)
-        response = message_factory.GetMessageClass(method.output_type)
-        make = (
-            grpc.unary_stream_rpc_method_handler
-            if method.server_streaming
-            else grpc.unary_unary_rpc_method_handler
-        )
-        handlers[method.name] = make(
-            getattr(servicer, method.name),
-            request_deserializer=_parser(request),
-            response_serializer=response.SerializeToString,
-        )
-    service = pb.DESCRIPTOR.services_by_name["BasraService"].full_name
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 def _reject(error: BaseException) -> ServiceError:
     """The status a failure of a call becomes."""
     if isinstance(error, ServiceError):
@@ -139,37 +134,7 @@ def _reject(error: BaseException) -> ServiceError:
     return internal()
 
 
-def unary(
-    method: str,
-) -> Callable[
-    [Callable[[Servicer, Any, Context], Awaitable[R]]],
-    Callable[[Servicer, Any, Context], Awaitable[R]],
-]:
-    """Turn failures into statuses with details, and count and time the call."""
-
-    def wrap(
-        handler: Callable[[Servicer, Any, Context], Awaitable[R]],
-    ) -> Callable[[Servicer, Any, Context], Awaitable[R]]:
-        @functools.wraps(handler)
-        async def call(self: Servicer, request: Any, context: Context) -> R:
-            start = time.perf_counter()
-            try:
-                _check_parsed(request)
-                response = await handler(self, request, context)
-            except Exception as exc:
-                error = _reject(exc)
-                self._observe(method, request, start, error)
-                await context.abort(error.code, error.message, error.trailing_metadata())
-                raise  # abort raises; this keeps type checkers informed
-            self._observe(method, request, start, None)
-            return response
-
-        return call
-
-    return wrap
-
-
-class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
+class Servicer:
     """BasraService over a Store. Holds no match state between calls."""
 
     def __init__(self, settings: Settings, store: Store, metrics: Metrics) -> None:
@@ -178,64 +143,65 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
         self._states = StateCache()
-        # Labelled metric children by label values, resolved once.
-        self._calls: dict[tuple[str, str], Any] = {}
-        self._latency: dict[str, Any] = {}
+
+    async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
+        """Run the unary RPC ``method``: its response, or ServiceError (the only exception)."""
+        start = time.perf_counter()
+        handler: Callable[[Any, Caller], Awaitable[Message]] = getattr(self, method)
+        try:
+            _check_parsed(request)
+            response = await handler(request, caller)
+        except Exception as exc:
+            error = _reject(exc)
+            self._observe(method, request, start, error)
+            raise error from exc
+        self._observe(method, request, start, None)
+        return response
+
+    async def handle_stream(
+        self, method: str, request: Message | MalformedRequest, caller: Caller
+    ) -> AsyncIterator[Any]:
+        """Run the server-streaming RPC ``method``: its responses, then ServiceError if it
+        fails (the only exception)."""
+        start = time.perf_counter()
+        try:
+            _check_parsed(request)
+            handler: Callable[[Any, Caller], AsyncIterator[Message]] = getattr(self, method)
+            async with contextlib.aclosing(handler(request, caller)) as responses:  # type: ignore[type-var]
+                async for response in responses:
+                    yield response
+        except Exception as exc:
+            error = _reject(exc)
+            self._observe(method, request, start, error)
+            raise error from exc
+        else:
+            self._observe(method, request, start, None)
 
     def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
-        elapsed = time.perf_counter() - start
-        code = "OK" if error is None else error.code.name
-        key = (method, code)
-        if (counter := self._calls.get(key)) is None:
-            counter = self._calls[key] = self._metrics.calls.labels(method, code)
-        counter.inc()
-        if (latency := self._latency.get(method)) is None:
-            latency = self._latency[method] = self._metrics.latency.labels(method)
-        latency.observe(elapsed)
-        if error is not None:
-            log.info(
-                "call rejected",
-                extra={
-                    "method": method,
-                    "code": code,
-                    "reason": error.reason,
-                    "match_id": getattr(request, "match_id", ""),
-                    "ms": round(elapsed * 1e3, 2),
-                },
-            )
-        elif log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "call",
-                extra={
-                    "method": method,
-                    "code": code,
-                    "match_id": getattr(request, "match_id", ""),
-                    "ms": round(elapsed * 1e3, 2),
-                },
-            )
+        match_id = getattr(request, "match_id", "")
+        self._metrics.observe_call(method, match_id, time.perf_counter() - start, error)
 
     # -- Deal ---------------------------------------------------------------------------------
 
-    @unary("Deal")
-    async def Deal(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+    async def Deal(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
         if request.match_id:
-            return await self._next_hand(request, context)
-        return await self._create(request, context)
+            return await self._next_hand(request, caller)
+        return await self._create(request, caller)
 
-    async def _create(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+    async def _create(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
         request_id = auth.check_request_id(request.request_id, creating=True)
         if request.seat not in range(SEATS):
             raise invalid_argument("seat", f"must be 0..{SEATS - 1}")
         if request.HasField("expected_version"):
             raise invalid_argument("expected_version", "applies only to dealing a next hand")
-        auth.check_api_key(auth.metadata_of(context), self._settings.api_key)
+        auth.check_api_key(caller.metadata, self._settings.api_key)
         if request.HasField("seed") and not self._settings.allow_seeds:
             raise ServiceError(
                 grpc.StatusCode.PERMISSION_DENIED,
                 "SEEDS_DISABLED",
                 "this server draws its own seeds: omit seed",
             )
-        fingerprint = auth.fingerprint("Deal", _without_request_id(request))
+        fingerprint = auth.fingerprint(_rpc(request), _without_request_id(request))
         derived = auth.match_id_for(request_id) if request_id else None
         if derived is not None and await self._store.load(derived) is not None:
             # A retry of a creation already made: answer it, whatever the creation rate.
@@ -298,7 +264,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         tokens = [auth.token_text(raw) for raw in raw_tokens]
         return _creation_response(match_id, state, events, tokens, creation.seat)
 
-    async def _next_hand(self, request: pb.DealRequest, context: Context) -> pb.DealResponse:
+    async def _next_hand(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
         if request.HasField("seed"):
             raise invalid_argument("seed", "applies only to creating a match")
         if request.seat:
@@ -314,14 +280,13 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
             )
             return response, after, outcome.entry(records.deal_command(seat))
 
-        response = await self._change("Deal", request, context, pb.DealResponse, act)
+        response = await self._change(request, caller, pb.DealResponse, act)
         self._metrics.hands_dealt.inc()
         return response
 
     # -- Play ---------------------------------------------------------------------------------
 
-    @unary("Play")
-    async def Play(self, request: pb.PlayRequest, context: Context) -> pb.PlayResponse:
+    async def Play(self, request: pb.PlayRequest, caller: Caller) -> pb.PlayResponse:
         if not request.HasField("card"):
             raise invalid_argument("card", "is required", reason="INVALID_CARD")
         card = convert.card_from_pb(request.card)
@@ -350,7 +315,7 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
                     )
             return response, after, outcome.entry(records.play_command(play, played.plan))
 
-        response = await self._change("Play", request, context, pb.PlayResponse, act)
+        response = await self._change(request, caller, pb.PlayResponse, act)
         self._metrics.plays.inc()
         if response.played.basra:
             self._metrics.basras.inc()
@@ -363,12 +328,9 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
 
     # -- Reads --------------------------------------------------------------------------------
 
-    @unary("ListPlans")
-    async def ListPlans(
-        self, request: pb.ListPlansRequest, context: Context
-    ) -> pb.ListPlansResponse:
+    async def ListPlans(self, request: pb.ListPlansRequest, caller: Caller) -> pb.ListPlansResponse:
         card = convert.card_from_pb(request.card) if request.HasField("card") else None
-        record, seat, state = await self._read(request.match_id, context)
+        record, seat, state = await self._read(request.match_id, caller)
         hand = state.hands[seat]
         if card is not None and card not in hand:
             raise CardNotInHandError(card, format_cards(sorted(hand)))
@@ -378,61 +340,43 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
             version=record.version,
         )
 
-    @unary("Score")
-    async def Score(self, request: pb.ScoreRequest, context: Context) -> pb.ScoreResponse:
-        record, _, state = await self._read(request.match_id, context)
+    async def Score(self, request: pb.ScoreRequest, caller: Caller) -> pb.ScoreResponse:
+        record, _, state = await self._read(request.match_id, caller)
         return pb.ScoreResponse(scoreboard=convert.scoreboard_to_pb(state), version=record.version)
 
-    @unary("GetMatch")
-    async def GetMatch(self, request: pb.GetMatchRequest, context: Context) -> pb.GetMatchResponse:
-        record, seat, state = await self._read(request.match_id, context)
+    async def GetMatch(self, request: pb.GetMatchRequest, caller: Caller) -> pb.GetMatchResponse:
+        record, seat, state = await self._read(request.match_id, caller)
         return pb.GetMatchResponse(
             view=convert.view_to_pb(state, seat, record.match_id, record.version)
         )
 
     async def WatchMatch(
-        self, request: pb.WatchMatchRequest, context: Context
+        self, request: pb.WatchMatchRequest, caller: Caller
     ) -> AsyncIterator[pb.WatchMatchResponse]:
-        start = time.perf_counter()
-        # gRPC does not close a streaming handler whose client left (it is finalized whenever it
-        # is collected): the count of open streams follows the end of the call itself.
+        # A transport may not close a streaming handler whose client left (gRPC finalizes it
+        # whenever it is collected): the count of open streams follows the end of the call.
         self._metrics.watch_streams.inc()
-        context.add_done_callback(self._stream_ended)  # type: ignore[arg-type]  # see _watch
-        try:
-            async with contextlib.aclosing(self._watch(request, context)) as events:  # type: ignore[type-var]
-                async for response in events:
-                    yield response
-        except Exception as exc:
-            error = _reject(exc)
-            self._observe("WatchMatch", request, start, error)
-            await context.abort(error.code, error.message, error.trailing_metadata())
-        else:
-            self._observe("WatchMatch", request, start, None)
+        caller.ended.add_done_callback(self._stream_ended)
+        async with contextlib.aclosing(self._watch(request, caller)) as events:  # type: ignore[type-var]
+            async for response in events:
+                yield response
 
-    def _stream_ended(self, _: Context) -> None:
+    def _stream_ended(self, _: asyncio.Future[None]) -> None:
         self._metrics.watch_streams.dec()
 
     async def _watch(
-        self, request: pb.WatchMatchRequest, context: Context
+        self, request: pb.WatchMatchRequest, caller: Caller
     ) -> AsyncIterator[pb.WatchMatchResponse]:
-        _check_parsed(request)
         if request.after_version < 0:
             raise invalid_argument("after_version", "must be 0 or more")
-        record, seat, state = await self._read(request.match_id, context)
+        record, seat, state = await self._read(request.match_id, caller)
         if request.after_version > record.version:
             raise invalid_argument(
                 "after_version", f"is beyond the match's current version {record.version}"
             )
-        # A stream waiting on an idle match writes nothing, so gRPC would never notice the client
-        # leave: every wait races the end of the call instead.
-        loop = asyncio.get_running_loop()
-        ended: asyncio.Future[None] = loop.create_future()
-
-        def on_done(_: Context) -> None:
-            loop.call_soon_threadsafe(_settle, ended)
-
-        # grpc-stubs declares DoneCallback a class, not a Protocol: a function is what grpc takes.
-        context.add_done_callback(on_done)  # type: ignore[arg-type]
+        # A stream waiting on an idle match writes nothing, so its transport would never notice
+        # the client leave: every wait races the end of the call instead.
+        ended = caller.ended
         after = request.after_version
         first = True
         waiting: asyncio.Future[EventPage] | None = None
@@ -477,19 +421,18 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
             raise _not_found(match_id)
         return record
 
-    async def _read(self, match_id: str, context: Context) -> tuple[MatchRecord, int, State]:
+    async def _read(self, match_id: str, caller: Caller) -> tuple[MatchRecord, int, State]:
         """The match, the caller's seat and the state, for a read-only call."""
         auth.check_match_id(match_id)
-        token = auth.bearer_token(auth.metadata_of(context))
+        token = auth.bearer_token(caller.metadata)
         record = await self._load(match_id)
         seat = auth.seat_of(token, record.token_hashes)
         return record, seat, self._states.decode(record.state)
 
     async def _change(
         self,
-        rpc: str,
         request: pb.PlayRequest | pb.DealRequest,
-        context: Context,
+        caller: Caller,
         response_type: type[R],
         act: Callable[[State, int, int], tuple[R, State, EventEntry]],
     ) -> R:
@@ -499,9 +442,11 @@ class Servicer(basra_service_pb2_grpc.BasraServiceServicer):
         expected = request.expected_version if request.HasField("expected_version") else None
         if expected is not None and expected < 1:
             raise invalid_argument("expected_version", "versions start at 1")
-        token = auth.bearer_token(auth.metadata_of(context))
+        token = auth.bearer_token(caller.metadata)
         asked = auth.request_hash(request_id) if request_id else b""
-        fingerprint = auth.fingerprint(rpc, _without_request_id(request)) if request_id else b""
+        fingerprint = (
+            auth.fingerprint(_rpc(request), _without_request_id(request)) if request_id else b""
+        )
         for _ in range(CAS_ATTEMPTS):
             record = await self._load(match_id)
             seat = auth.seat_of(token, record.token_hashes)
@@ -608,6 +553,11 @@ class StateCache:
         self._states.move_to_end(data)
         if len(self._states) > self._size:
             self._states.popitem(last=False)
+
+
+def _rpc(request: Message) -> str:
+    """The name of the RPC that takes ``request`` (part of a request's fingerprint)."""
+    return RPC_OF_REQUEST[request.DESCRIPTOR.full_name]
 
 
 def _without_request_id(request: pb.PlayRequest | pb.DealRequest) -> bytes:

@@ -1,0 +1,100 @@
+"""BasraService over gRPC: the adapter between grpc.aio and the transport-neutral core.
+
+It parses requests without ever raising (bytes that are not a valid request reach the core as a
+``MalformedRequest`` and get INVALID_ARGUMENT with an ErrorInfo like any other bad input; gRPC's
+own parsing would answer UNKNOWN without details), turns the call's metadata into a ``Caller``,
+and a ``ServiceError`` into a status with its details in the ``grpc-status-details-bin`` trailer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from google.protobuf import message_factory
+from google.protobuf.message import DecodeError, Message
+
+from basra.service import auth
+from basra.service.errors import ServiceError
+from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def register(server: grpc.aio.Server, core: Servicer) -> None:
+    """Serve BasraService on ``server``: one handler per RPC of the contract's descriptor."""
+    handlers = {}
+    for method in SERVICE.methods:
+        request = message_factory.GetMessageClass(method.input_type)
+        response = message_factory.GetMessageClass(method.output_type)
+        if method.server_streaming:
+            handler = grpc.unary_stream_rpc_method_handler(
+                _streaming(core, method.name),
+                request_deserializer=_parser(request),
+                response_serializer=response.SerializeToString,
+            )
+        else:
+            handler = grpc.unary_unary_rpc_method_handler(
+                _unary(core, method.name),
+                request_deserializer=_parser(request),
+                response_serializer=response.SerializeToString,
+            )
+        handlers[method.name] = handler
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),)
+    )
+
+
+def _parser(message: type[Message]) -> Callable[[bytes], Message | MalformedRequest]:
+    def parse(data: bytes) -> Message | MalformedRequest:
+        try:
+            return message.FromString(data)
+        except DecodeError:
+            return MalformedRequest(message.DESCRIPTOR.full_name)
+
+    return parse
+
+
+def _caller(context: Context, ended: asyncio.Future[None]) -> Caller:
+    raw: Any = context.invocation_metadata() or ()
+    metadata: auth.Metadata = [(str(key), value) for key, value in raw]
+    return Caller(metadata, context.peer(), ended)
+
+
+def _unary(core: Servicer, method: str) -> Callable[[Any, Context], Any]:
+    async def call(request: Any, context: Context) -> Any:
+        # grpc.aio cancels a unary handler whose client left: nothing waits on ``ended``.
+        caller = _caller(context, asyncio.get_running_loop().create_future())
+        try:
+            return await core.handle(method, request, caller)
+        except ServiceError as error:
+            await context.abort(error.code, error.message, error.trailing_metadata())
+            raise  # abort raises; this keeps type checkers informed
+
+    return call
+
+
+def _streaming(core: Servicer, method: str) -> Callable[[Any, Context], AsyncIterator[Any]]:
+    async def call(request: Any, context: Context) -> AsyncIterator[Any]:
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+
+        def on_done(_: Context) -> None:
+            loop.call_soon_threadsafe(_settle, ended)
+
+        # grpc-stubs declares DoneCallback a class, not a Protocol: a function is what grpc takes.
+        context.add_done_callback(on_done)  # type: ignore[arg-type]
+        try:
+            async for response in core.handle_stream(method, request, _caller(context, ended)):
+                yield response
+        except ServiceError as error:
+            await context.abort(error.code, error.message, error.trailing_metadata())
+
+    return call
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
