@@ -20,6 +20,9 @@ RELEASED := proto/released.json
 NODE := tests/contract/node
 NODE_MODULES := $(NODE)/node_modules/.package-lock.json
 TS_STUBS := $(NODE)/gen/.generated
+# The Gateway API schema validator of the deploy tests (tests/deploy/gateway_api).
+GATEWAY_API := tests/deploy/gateway_api
+GATEWAY_API_MODULES := $(GATEWAY_API)/node_modules/.package-lock.json
 
 .PHONY: help run test lint typecheck unit bench golden redis-server kubectl contract-release clean
 
@@ -33,14 +36,14 @@ $(TOOLS): constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf
+	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf protoc-gen-connectrpc
 	@touch $@
 
 # Generated Python stubs: built from proto/ by buf into basra/v1, never committed (ignored), so
 # they cannot go stale: any change to the contract rebuilds them.
 $(GEN): $(TOOLS) $(PROTOS)
 	$(BIN)/buf lint
-	rm -f basra/v1/*_pb2*.py basra/v1/*_pb2*.pyi
+	rm -f basra/v1/*_pb2*.py basra/v1/*_pb2*.pyi basra/v1/*_connect.py
 	$(BIN)/buf generate
 	@touch $@
 
@@ -54,8 +57,8 @@ $(STAMP): $(RUNTIME)
 	$(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
-run: $(RUNTIME) ## set up and serve on localhost:50051 (embedded store)
-	$(BIN)/basra-engine serve --listen localhost:50051
+run: $(RUNTIME) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
+	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080
 
 lint: $(STAMP) ## buf lint, buf breaking, ruff
 	$(BIN)/buf lint
@@ -88,11 +91,16 @@ $(NODE_MODULES): $(NODE)/package.json $(NODE)/package-lock.json
 	cd $(NODE) && npm ci --no-audit --no-fund
 	@touch $@
 
+$(GATEWAY_API_MODULES): $(GATEWAY_API)/package.json $(GATEWAY_API)/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are needed for the deploy tests"; exit 1; }
+	cd $(GATEWAY_API) && npm ci --no-audit --no-fund
+	@touch $@
+
 $(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
 	$(BIN)/buf generate --template $(NODE)/buf.gen.yaml
 	@touch $@
 
-unit: $(STAMP) redis-server kubectl $(TS_STUBS) ## pytest only
+unit: $(STAMP) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only
 	$(BIN)/pytest
 
 test: lint typecheck unit ## set up and run the whole suite
@@ -122,4 +130,5 @@ contract-release: $(TOOLS) ## make proto/ the released baseline
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean: ## remove the venv, stubs and caches
-	rm -rf $(VENV) mutants basra/v1/*_pb2* basra/v1/.generated .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen
+	rm -rf $(VENV) mutants basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
+	  $(GATEWAY_API)/node_modules

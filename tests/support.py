@@ -108,7 +108,11 @@ class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = replace(settings, listen="127.0.0.1:0")
+        self.settings = replace(
+            settings,
+            listen="127.0.0.1:0",
+            http_listen=None if settings.http_listen is None else "127.0.0.1:0",
+        )
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -119,6 +123,12 @@ class ServerThread:
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """The base URL of the HTTP port (Connect, gRPC-Web, /healthz, web table)."""
+        assert self.server.http is not None, "this server's HTTP port is disabled"
+        return f"http://127.0.0.1:{self.server.http.port}"
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
         """Run a coroutine on the server's loop and return its result.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
@@ -55,6 +56,14 @@ class Settings:
     """Matches that may be created at once before the rate applies."""
     watch_poll_s: float = 5.0
     """Longest single blocking wait of WatchMatch on the store (it then checks the match)."""
+    http_listen: str | None = "[::]:8080"
+    """HTTP listen address (HTTP/1.1 and HTTP/2): Connect, gRPC-Web and gRPC, /healthz and the
+    web table (port 0 picks a free port; None disables)."""
+    cors_origins: tuple[str, ...] = ()
+    """Browser origins (scheme://host[:port], or * for any) allowed to call the HTTP port from
+    another origin; none by default (the web table served on the port itself needs none)."""
+    web_root: str | None = None
+    """Directory served at / on the HTTP port; None: the repository's web/dist when present."""
 
     def __post_init__(self) -> None:
         if self.redis_url is not None and not self.redis_url.startswith(
@@ -79,6 +88,9 @@ class Settings:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        for origin in self.cors_origins:
+            if origin != "*" and not _ORIGIN.fullmatch(origin):
+                raise ValueError(f"CORS origin {origin!r} must be scheme://host[:port] or *")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError("log level must be DEBUG, INFO, WARNING or ERROR")
 
@@ -103,6 +115,9 @@ ENVIRONMENT: Final[Mapping[str, str]] = {
     "create_rate": "BASRA_CREATE_RATE",
     "create_burst": "BASRA_CREATE_BURST",
     "watch_poll_s": "BASRA_WATCH_POLL_SECONDS",
+    "http_listen": "BASRA_HTTP_LISTEN",
+    "cors_origins": "BASRA_CORS_ORIGINS",
+    "web_root": "BASRA_WEB_ROOT",
 }
 
 _HELP: Final = {
@@ -124,7 +139,16 @@ _HELP: Final = {
     "create_rate": "matches created per second per replica",
     "create_burst": "matches that may be created at once",
     "watch_poll_s": "longest single store wait of WatchMatch, seconds",
+    "http_listen": "HTTP listen address (Connect, gRPC-Web, /healthz, web table); 'off' disables",
+    "cors_origins": "comma-separated browser origins allowed cross-origin (https://host[:port])",
+    "web_root": "directory served at / on the HTTP port (default: web/dist of the repository)",
 }
+# Other spellings of a flag: one origin reads naturally as --cors-origin.
+_ALIASES: Final = {"cors_origins": ("--cors-origin",)}
+# An origin as browsers send it: scheme, host, optional port; no path, no trailing slash.
+_ORIGIN: Final = re.compile(
+    r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,7 +166,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             )
         else:
             parser.add_argument(
-                flag, dest=f.name, default=None, help=f"{_HELP[f.name]} (${ENVIRONMENT[f.name]})"
+                flag,
+                *_ALIASES.get(f.name, ()),
+                dest=f.name,
+                default=None,
+                help=f"{_HELP[f.name]} (${ENVIRONMENT[f.name]})",
             )
 
 
@@ -198,8 +226,12 @@ def _parse(name: str, raw: object) -> object:
         raise ValueError(f"expected true or false, not {text!r}")
     if name == "metrics_port" and text.lower() in ("off", "none", ""):
         return None
-    if name in ("redis_url", "api_key") and not text:
+    if name in ("redis_url", "api_key", "web_root") and not text:
         return None
+    if name == "http_listen" and text.lower() in ("off", "none", ""):
+        return None
+    if name == "cors_origins":
+        return tuple(origin.strip() for origin in text.split(",") if origin.strip())
     if kind is int:
         return int(text)
     if kind is float:

@@ -58,7 +58,7 @@ class ServiceError(Exception):
             details.append(_pack(bad))
         if self.retry_after_s is not None:
             delay = duration_pb2.Duration()
-            delay.FromMilliseconds(int(self.retry_after_s * 1000))
+            delay.FromMilliseconds(round(self.retry_after_s * 1000))
             details.append(_pack(error_details_pb2.RetryInfo(retry_delay=delay)))
         return status_pb2.Status(code=self.code.value[0], message=self.message, details=details)
 

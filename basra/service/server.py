@@ -22,6 +22,7 @@ from grpc_reflection.v1alpha import reflection
 from basra.service import logs
 from basra.service.config import Settings
 from basra.service.grpc_transport import register
+from basra.service.http import HttpServer, Readiness, build_app, start_http
 from basra.service.metrics import InstrumentedStore, Metrics
 from basra.service.servicer import Servicer
 from basra.service.store import Store, StoreUnavailableError
@@ -60,6 +61,9 @@ class BasraServer:
     metrics: Metrics
     health: Any  # grpc_health.v1.health.aio.HealthServicer (published untyped)
     metrics_port: int | None = None
+    http: HttpServer | None = None
+    """The HTTP port (Connect, gRPC-Web, gRPC, /healthz, web table), unless disabled."""
+    readiness: Readiness = field(default_factory=Readiness)
     _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def stop(self, drain_s: float | None) -> None:
@@ -74,15 +78,29 @@ class BasraServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watchdog
         await self.health.enter_graceful_shutdown()
+        self.readiness.serving = False
         if drain_s:
             await asyncio.sleep(drain_s / 4)
-        await self.grpc_server.stop(drain_s * 3 / 4 if drain_s else drain_s)
+        grace = drain_s * 3 / 4 if drain_s else drain_s
+        stopping = [self.grpc_server.stop(grace)]
+        if self.http is not None:
+            stopping.append(self.http.stop(grace))
+        await asyncio.gather(*stopping)
         await self.store.close()
 
     async def watch_store(self, interval_s: float) -> None:
-        """Keep the health status in step with the store: NOT_SERVING while it is unreachable."""
+        """Keep the health status in step with the store: NOT_SERVING while it is unreachable.
+        If the HTTP server has stopped by itself, the process is not live any more: liveness
+        turns NOT_SERVING too, so that the kubelet restarts it."""
         serving: bool | None = None
         while True:
+            if self.http is not None and self.http.failed:
+                log.error("the HTTP server stopped: liveness NOT_SERVING")
+                await self.health.set(LIVENESS, health_pb2.HealthCheckResponse.NOT_SERVING)
+                for name in ("", SERVICE_NAME):
+                    await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+                self.readiness.serving = False
+                return
             try:
                 await self.store.ping()
                 ok = True
@@ -96,6 +114,7 @@ class BasraServer:
                 )
                 for name in ("", SERVICE_NAME):
                     await self.health.set(name, status)
+                self.readiness.serving = ok
                 self.metrics.store_up.set(1 if ok else 0)
                 log.log(
                     logging.INFO if ok else logging.ERROR,
@@ -123,7 +142,8 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ]
     server = grpc.aio.server(options=options)
-    register(server, Servicer(settings, instrumented, metrics))
+    core = Servicer(settings, instrumented, metrics)
+    register(server, core)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -140,6 +160,12 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         raise OSError(f"cannot listen on {settings.listen}")
     await server.start()
     running = BasraServer(server, port, instrumented, metrics, health_servicer)
+    if settings.http_listen is not None:
+        try:
+            running.http = await start_http(build_app(core, settings, running.readiness), settings)
+        except BaseException:
+            await server.stop(None)
+            raise
     if settings.metrics_port is not None:
         running.metrics_port = metrics.serve_http(settings.metrics_port)
     running._watchdog = asyncio.create_task(running.watch_store(settings.health_interval_s))
@@ -155,6 +181,7 @@ async def run(settings: Settings) -> None:
             "port": port,
             "store": "redis" if settings.redis_url else "embedded",
             "metrics_port": server.metrics_port,
+            "http_port": server.http.port if server.http else None,
         },
     )
     stopping = asyncio.Event()

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -143,6 +144,11 @@ class Servicer:
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
         self._states = StateCache()
+        # Both transports serve every RPC of the descriptor: one without a method here would
+        # fail only when called.
+        missing = [m.name for m in SERVICE.methods if not callable(getattr(self, m.name, None))]
+        if missing:
+            raise TypeError(f"RPCs of the contract without an implementation: {missing}")
 
     async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
         """Run the unary RPC ``method``: its response, or ServiceError (the only exception)."""
@@ -207,6 +213,7 @@ class Servicer:
             # A retry of a creation already made: answer it, whatever the creation rate.
             return await self._repeat_creation(derived, request_id, fingerprint)
         if (wait := self._creations.take()) > 0:
+            wait = math.ceil(wait * 1000) / 1000  # whole milliseconds, no float noise
             raise ServiceError(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "RATE_LIMITED",

@@ -19,13 +19,15 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import grpc
 import redis
+from pyqwest import Client as HTTPClient
+from pyqwest import HTTPTransport, HTTPVersion
 
 from basra.client.match import card_pb
 from basra.engine import Phase, apply, deal_next_hand, new_match
@@ -33,6 +35,7 @@ from basra.engine.bots import random_play
 from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
+from basra.v1.basra_service_connect import BasraServiceClient
 from tests.support import RedisProcess, free_port
 
 
@@ -98,7 +101,9 @@ def process(args: Sequence[str], target: str) -> Iterator[subprocess.Popen[bytes
         proc.wait(timeout=30)
 
 
-def serve_command(listen: str, redis_url: str, extra: Sequence[str] = ()) -> list[str]:
+def serve_command(
+    listen: str, redis_url: str, extra: Sequence[str] = (), http_listen: str = "off"
+) -> list[str]:
     command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
     assert command
     return [
@@ -111,6 +116,8 @@ def serve_command(listen: str, redis_url: str, extra: Sequence[str] = ()) -> lis
         "--allow-seeds",
         "--metrics-port",
         "off",
+        "--http-listen",
+        http_listen,
         "--log-level",
         "WARNING",
         "--create-rate",
@@ -151,31 +158,81 @@ async def create_matches(target: str, seeds: Sequence[int]) -> list[Match]:
         return matches
 
 
+class Calls(Protocol):
+    """One connection's way to send the two changing calls (gRPC, or Connect over HTTP)."""
+
+    async def play(self, request: pb.PlayRequest, token: str) -> object: ...
+    async def deal(self, request: pb.DealRequest, token: str) -> object: ...
+    async def close(self) -> None: ...
+
+
+class GrpcCalls:
+    def __init__(self, target: str) -> None:
+        # A connection per channel (gRPC shares one per target otherwise).
+        self.channel = grpc.aio.insecure_channel(
+            target, options=[("grpc.use_local_subchannel_pool", 1)]
+        )
+        self.stub = basra_service_pb2_grpc.BasraServiceStub(self.channel)
+
+    async def play(self, request: pb.PlayRequest, token: str) -> object:
+        return await self.stub.Play(request, metadata=(("authorization", f"Bearer {token}"),))
+
+    async def deal(self, request: pb.DealRequest, token: str) -> object:
+        return await self.stub.Deal(request, metadata=(("authorization", f"Bearer {token}"),))
+
+    async def close(self) -> None:
+        await self.channel.close(None)
+
+
+class ConnectCalls:
+    """The Connect protocol (binary, uncompressed like the gRPC calls), one HTTP/2 connection,
+    through connectrpc's own client (pyqwest)."""
+
+    def __init__(self, url: str, http2: bool = True) -> None:
+        version = HTTPVersion.HTTP2 if http2 else HTTPVersion.HTTP1
+        self.transport = HTTPTransport(http_version=version)
+        self.client = BasraServiceClient(
+            url,
+            http_client=HTTPClient(self.transport),
+            send_compression=None,
+            accept_compression=(),
+        )
+
+    async def play(self, request: pb.PlayRequest, token: str) -> object:
+        return await self.client.play(request, headers={"authorization": f"Bearer {token}"})
+
+    async def deal(self, request: pb.DealRequest, token: str) -> object:
+        return await self.client.deal(request, headers={"authorization": f"Bearer {token}"})
+
+    async def close(self) -> None:
+        await self.client.close()
+        await self.transport.aclose()
+
+
 async def drive(
-    targets: Sequence[str], matches: Sequence[Match], channels: int, limit_s: float
+    targets: Sequence[str],
+    matches: Sequence[Match],
+    channels: int,
+    limit_s: float,
+    connect: Callable[[str], Calls] = GrpcCalls,
 ) -> LoadResult:
-    """Play every match concurrently; each call goes through one of ``channels`` channels."""
-    # A connection per channel (gRPC shares one per target otherwise).
-    local = [("grpc.use_local_subchannel_pool", 1)]
-    pool = [
-        grpc.aio.insecure_channel(targets[i % len(targets)], options=local) for i in range(channels)
-    ]
-    stubs = [basra_service_pb2_grpc.BasraServiceStub(c) for c in pool]
+    """Play every match concurrently; each call goes through one of ``channels`` connections
+    (gRPC channels by default)."""
+    pool = [connect(targets[i % len(targets)]) for i in range(channels)]
     latencies: list[float] = []
     counts = {"plays": 0, "deals": 0}
     deadline = time.perf_counter() + limit_s
 
     async def run(index: int, match: Match) -> None:
-        stub = stubs[index % len(stubs)]
+        calls = pool[index % len(pool)]
         for step in match.steps:
             if time.perf_counter() > deadline:
                 return
-            metadata = (("authorization", f"Bearer {match.tokens[step.seat]}"),)
+            token = match.tokens[step.seat]
             request_id = uuid.uuid4().hex
             if step.card is None:
-                await stub.Deal(
-                    pb.DealRequest(match_id=match.match_id, request_id=request_id),
-                    metadata=metadata,
+                await calls.deal(
+                    pb.DealRequest(match_id=match.match_id, request_id=request_id), token
                 )
                 counts["deals"] += 1
                 continue
@@ -186,15 +243,15 @@ async def drive(
                 request_id=request_id,
             )
             started = time.perf_counter()
-            await stub.Play(request, metadata=metadata)
+            await calls.play(request, token)
             latencies.append((time.perf_counter() - started) * 1000)
             counts["plays"] += 1
 
     started = time.perf_counter()
     await asyncio.gather(*(run(i, m) for i, m in enumerate(matches)))
     seconds = time.perf_counter() - started
-    for channel in pool:
-        await channel.close(None)
+    for calls in pool:
+        await calls.close()
     return LoadResult(counts["plays"], counts["deals"], seconds, latencies)
 
 
@@ -279,7 +336,9 @@ def _measure(
     client = redis_process.client()
     seeds = list(range(1000, 1000 + matches))
     target = f"127.0.0.1:{free_port()}"
-    with process(serve_command(target, redis_process.url), target) as server:
+    http = f"127.0.0.1:{free_port()}"
+    serve = serve_command(target, redis_process.url, http_listen=http)
+    with process(serve, target) as server:
         record_bytes, stream_bytes, response, record = asyncio.run(sample_match(target, client))
         (tmp / "response.bin").write_bytes(response)
         (tmp / "record.bin").write_bytes(record)
@@ -288,7 +347,21 @@ def _measure(
         result = asyncio.run(drive([target], played, channels, seconds))
         calls = top_level_calls(client) - before
         play_cpu_us = (cpu_seconds(server.pid) - cpu) / (result.plays + result.deals) * 1e6
+        # The same load over the HTTP port: the same server, new matches of the same seeds,
+        # as many HTTP/2 connections as gRPC channels, Connect binary.
+        fresh = asyncio.run(create_matches(target, seeds))
+        cpu = cpu_seconds(server.pid)
+        connect = asyncio.run(
+            drive([f"http://{http}"], fresh, channels, seconds, connect=ConnectCalls)
+        )
+        connect_cpu_us = (cpu_seconds(server.pid) - cpu) / (connect.plays + connect.deals) * 1e6
     print(_describe(f"service, grpc.aio, 1 process, {matches} matches in flight", result))
+    print(_describe("service, Connect over HTTP/2 (hypercorn), same process, same load", connect))
+    connect_ratio = connect.rps / result.rps
+    print(
+        f"  connect / gRPC: {connect_ratio:.2f}; server CPU per call {connect_cpu_us:.0f} us "
+        f"(Connect) against {play_cpu_us:.0f} us (gRPC)"
+    )
     roundtrips = calls / (result.plays + result.deals)
     print(f"  Redis round trips per play or deal: {roundtrips:.2f}")
     print(
@@ -329,6 +402,10 @@ def _measure(
     print(_describe("service, grpc.aio, 2 processes (client spread over both)", two))
     return {
         "play_rps": round(result.rps, 1),
+        "connect_play_rps": round(connect.rps, 1),
+        "connect_play_p99_ms": round(connect.p99_ms, 2),
+        "connect_vs_play_ratio": round(connect_ratio, 3),
+        "connect_server_cpu_us": round(connect_cpu_us, 1),
         "play_p99_ms": round(result.p99_ms, 2),
         "bare_rps": round(bare_result.rps, 1),
         "play_vs_bare_ratio": round(ratio, 3),

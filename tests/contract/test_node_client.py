@@ -112,11 +112,28 @@ def first_choice_on_the_engine(seed: int) -> list[int]:
     return list(state.scores)
 
 
-def test_the_typescript_client_plays_the_python_clients_match(redis_url: str) -> None:
+@pytest.mark.parametrize(
+    ("protocol", "port"),
+    [
+        ("grpc", "grpc"),
+        # The HTTP port: the same RPCs (one core) over Connect, binary and JSON, gRPC-Web and
+        # gRPC; every rejection's details decoded by ConnectError.findDetails.
+        ("connect", "http"),
+        ("connect-json", "http"),
+        ("grpc-web", "http"),
+        ("grpc", "http"),
+    ],
+)
+def test_the_typescript_client_plays_the_python_clients_match(
+    redis_url: str, protocol: str, port: str
+) -> None:
     node_project()
     server = ServerThread(replace(golden.OPERATIONAL, allow_seeds=True, redis_url=redis_url))
+    target = server.target if port == "grpc" else server.http_url.removeprefix("http://")
     try:
-        result = run("src/client.ts", "--target", server.target, "--seed", str(SEED))
+        result = run(
+            "src/client.ts", "--target", target, "--seed", str(SEED), "--protocol", protocol
+        )
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
         assert len(lines) == 1, result.stdout
@@ -135,6 +152,7 @@ def test_the_typescript_client_plays_the_python_clients_match(redis_url: str) ->
     assert rejections == ["NOT_YOUR_TURN", "INVALID_ARGUMENT", "INVALID_CARD", "TOKEN_MISSING"]
     assert "BadRequest: plan_id: must be 0 (none named) or a plan id from 1" in log
     assert any(line.endswith("streams match") for line in log)
+    assert f"protocol {protocol}" in log
 
 
 def test_the_typescript_replayer_replays_every_vector(

@@ -60,7 +60,10 @@ def test_builder_and_runtime_share_the_interpreter() -> None:
 def test_builder_generates_the_stubs_and_builds_the_wheel() -> None:
     script = run_lines(BUILDER)
     assert "buf generate" in script
-    assert "pip install -c constraints.txt grpcio-tools buf-bin mypy-protobuf" in script
+    assert (
+        "pip install -c constraints.txt grpcio-tools buf-bin mypy-protobuf protoc-gen-connectrpc"
+        in script
+    )
     assert "pip wheel --no-deps" in script
     assert f"{VENV}/bin/pip install -c constraints.txt /wheels/" in script
     # pip leaves the runtime venv last, after the code generator it does not need.
@@ -103,11 +106,16 @@ def test_the_entrypoint_is_basra_engine_serve() -> None:
     assert f"PATH={VENV}/bin:$PATH" in DOCKERFILE.read_text()
 
 
-def test_exposes_the_default_grpc_and_metrics_ports() -> None:
+def test_exposes_the_default_grpc_http_and_metrics_ports() -> None:
     (expose,) = FINAL.all("EXPOSE")
     exposed = {int(port) for port in expose.arguments.split()}
     defaults = Settings()
-    assert exposed == {int(defaults.listen.rsplit(":", 1)[1]), defaults.metrics_port}
+    assert defaults.http_listen is not None
+    assert exposed == {
+        int(defaults.listen.rsplit(":", 1)[1]),
+        int(defaults.http_listen.rsplit(":", 1)[1]),
+        defaults.metrics_port,
+    }
     deployment = one(built("overlays/production"), "Deployment", "basra-engine")
     declared = {port["containerPort"] for c in containers(deployment) for port in c["ports"]}
     assert declared == exposed

@@ -93,7 +93,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def environment(venv: Path, grpc_port: int, metrics_port: int) -> dict[str, str]:
+def environment(venv: Path, grpc_port: int, metrics_port: int, http_port: int) -> dict[str, str]:
     """The container's environment: the runtime stage's ENV, then the dev ConfigMap."""
     objects = built("overlays/dev")
     deployment = one(objects, "Deployment", "basra-engine")
@@ -103,6 +103,8 @@ def environment(venv: Path, grpc_port: int, metrics_port: int) -> dict[str, str]
     host = settings["BASRA_LISTEN"].rsplit(":", 1)[0]
     settings["BASRA_LISTEN"] = f"{host}:{grpc_port}"
     settings["BASRA_METRICS_PORT"] = str(metrics_port)
+    host = settings["BASRA_HTTP_LISTEN"].rsplit(":", 1)[0]
+    settings["BASRA_HTTP_LISTEN"] = f"{host}:{http_port}"
     env = {"PATH": "/usr/bin:/bin"}
     for key, value in stages()[-1].env().items():
         value = value.replace("$PATH", env.get("PATH", "")).replace(VENV_IN_IMAGE, str(venv))
@@ -132,13 +134,27 @@ def wait_until_serving(
     pytest.fail(f"health {service!r} not SERVING after {STARTUP_S} s:\n{log.read_text()}")
 
 
+def wait_until_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the server exited early:\n{log.read_text()}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as page:
+                if page.status == 200:
+                    return
+        except OSError:
+            pass  # not listening yet, or 503 until the first store ping
+        time.sleep(0.2)
+    pytest.fail(f"{url} not 200 after {STARTUP_S} s:\n{log.read_text()}")
+
+
 def test_the_entrypoint_serves_the_probes_and_metrics_then_drains_on_sigterm(
     venv: Path, tmp_path: Path
 ) -> None:
     (entrypoint,) = stages()[-1].all("ENTRYPOINT")
     command = entrypoint.exec_form()
-    grpc_port, metrics_port = free_port(), free_port()
-    env = environment(venv, grpc_port, metrics_port)
+    grpc_port, metrics_port, http_port = free_port(), free_port(), free_port()
+    env = environment(venv, grpc_port, metrics_port, http_port)
     assert "REDIS_URL" not in env, "the embedded store: no Redis here"
     executable = shutil.which(command[0], path=env["PATH"])
     assert executable, f"{command[0]} is not on the image PATH {env['PATH']}"
@@ -147,7 +163,7 @@ def test_the_entrypoint_serves_the_probes_and_metrics_then_drains_on_sigterm(
         "spec"
     ]["containers"]
     liveness = container["livenessProbe"]["grpc"]["service"]
-    readiness = container["readinessProbe"]["grpc"]["service"]
+    readiness = container["readinessProbe"]["httpGet"]["path"]
     drain_s = float(env["BASRA_DRAIN_SECONDS"])
     workdir = tmp_path / "cwd"
     workdir.mkdir()
@@ -160,7 +176,8 @@ def test_the_entrypoint_serves_the_probes_and_metrics_then_drains_on_sigterm(
     try:
         with grpc.insecure_channel(f"localhost:{grpc_port}") as channel:
             wait_until_serving(channel, liveness, process, log)
-            assert check(channel, readiness) == health_pb2.HealthCheckResponse.SERVING
+        # Ready once the store answered its first ping (the watchdog's first round).
+        wait_until_ready(f"http://localhost:{http_port}{readiness}", process, log)
         with urllib.request.urlopen(f"http://localhost:{metrics_port}/metrics", timeout=5) as page:
             metrics = page.read().decode()
         assert re.search(r"^basra_store_up 1\.0$", metrics, re.MULTILINE), metrics

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from basra.service import config
-from basra.service.server import LIVENESS, SERVICE_NAME
+from basra.service.http import HEALTH_PATH
+from basra.service.server import LIVENESS
 from tests.deploy.manifests import (
     Manifest,
     built,
@@ -100,14 +101,14 @@ def rule_ports(rule: Manifest) -> set[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_probes_are_native_grpc_on_the_health_service(name: str) -> None:
+def test_liveness_is_grpc_health_and_readiness_is_the_http_healthz(name: str) -> None:
     container = server_container(built(name))
     grpc_port = ports(container)["grpc"]
-    readiness = container["readinessProbe"]["grpc"]
     liveness = container["livenessProbe"]["grpc"]
     startup = container["startupProbe"]["grpc"]
-    # Readiness follows Redis; liveness and startup must not, or a Redis outage restarts all.
-    assert readiness == {"port": grpc_port, "service": SERVICE_NAME}
+    # Readiness follows Redis (and proves the HTTP listener); liveness and startup must not
+    # follow Redis, or a Redis outage restarts every pod.
+    assert container["readinessProbe"]["httpGet"] == {"port": "http", "path": HEALTH_PATH}
     assert liveness == {"port": grpc_port, "service": LIVENESS}
     assert startup == {"port": grpc_port, "service": LIVENESS}
 
@@ -118,6 +119,7 @@ def test_the_listen_and_metrics_settings_match_the_container_ports(name: str) ->
     settings = settings_configmap(objects)
     container_ports = ports(server_container(objects))
     assert int(settings["BASRA_LISTEN"].rsplit(":", 1)[1]) == container_ports["grpc"]
+    assert int(settings["BASRA_HTTP_LISTEN"].rsplit(":", 1)[1]) == container_ports["http"]
     assert int(settings["BASRA_METRICS_PORT"]) == container_ports["metrics"]
 
 
@@ -328,14 +330,15 @@ def test_rollouts_never_reduce_capacity(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_the_service_exposes_grpc_and_metrics(name: str) -> None:
+def test_the_service_exposes_grpc_http_and_metrics(name: str) -> None:
     objects = built(name)
     container_ports = ports(server_container(objects))
     service = one(objects, "Service", SERVER)
     assert selects(service["spec"]["selector"], pod_labels(server(objects)))
     by_name = {port["name"]: port for port in service["spec"]["ports"]}
-    assert set(by_name) == {"grpc", "metrics"}
+    assert set(by_name) == {"grpc", "http", "metrics"}
     assert by_name["grpc"]["appProtocol"] == "kubernetes.io/h2c"
+    assert by_name["http"]["appProtocol"] == "http"
     assert by_name["metrics"]["appProtocol"] == "http"
     for port_name, port in by_name.items():
         assert port["targetPort"] == port_name
@@ -346,7 +349,7 @@ def test_the_service_exposes_grpc_and_metrics(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_server_ingress_is_only_the_grpc_and_metrics_ports(name: str) -> None:
+def test_server_ingress_is_only_the_grpc_http_and_metrics_ports(name: str) -> None:
     objects = built(name)
     policies = policies_for(objects, pod_labels(server(objects)))
     container_ports = ports(server_container(objects))
@@ -356,7 +359,7 @@ def test_server_ingress_is_only_the_grpc_and_metrics_ports(name: str) -> None:
         for rule in policy["spec"].get("ingress", []):
             assert rule.get("ports"), "an ingress rule without ports opens every port"
             allowed |= rule_ports(rule)
-    assert allowed == {(container_ports["grpc"], "TCP"), (container_ports["metrics"], "TCP")}
+    assert allowed == {(container_ports[p], "TCP") for p in ("grpc", "http", "metrics")}
 
 
 @pytest.mark.parametrize("name", ALL)

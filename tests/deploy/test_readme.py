@@ -21,6 +21,8 @@ def shown(default: object) -> str:
     """A default as the README writes it."""
     if default is None:
         return "unset"
+    if default == ():
+        return "empty"
     if isinstance(default, bool):
         return str(default).lower()
     if isinstance(default, float) and default.is_integer():

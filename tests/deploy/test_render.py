@@ -17,16 +17,27 @@ import yaml
 from tests.deploy.manifests import KUSTOMIZE, Manifest, built, components, kustomizations
 
 KUBERNETES_VERSIONS: Final = ("1.37.0", "1.31.0")
+# Validated elsewhere: the Prometheus Operator kinds in test_observability.py, the Gateway API
+# kinds (no schemas in kubernetes-validate) in test_gateway.py.
 CUSTOM_KINDS: Final = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
+    ("gateway.networking.k8s.io/v1", "Gateway"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+    ("gateway.networking.k8s.io/v1", "GRPCRoute"),
 }
 KUSTOMIZATIONS: Final = kustomizations()
 
 
 def test_the_expected_kustomizations_exist() -> None:
-    assert KUSTOMIZATIONS == ["base", "overlays/dev", "overlays/production"]
+    assert KUSTOMIZATIONS == [
+        "base",
+        "overlays/dev",
+        "overlays/gateway-example",
+        "overlays/production",
+    ]
     assert components() == [
+        "components/gateway-api",
         "components/observability",
         "components/redis-dev",
         "components/redis-external",
@@ -68,7 +79,9 @@ def test_every_component_is_used_by_an_overlay() -> None:
     assert used == set(components())
 
 
-@pytest.mark.parametrize("name", ["overlays/dev", "overlays/production"])
+@pytest.mark.parametrize(
+    "name", ["overlays/dev", "overlays/gateway-example", "overlays/production"]
+)
 def test_overlays_put_everything_in_one_namespace(name: str) -> None:
     namespaces = {
         obj["metadata"].get("namespace") for obj in built(name) if obj["kind"] != "Namespace"

@@ -49,6 +49,8 @@ class ServerProcess:
                 "--allow-seeds",
                 "--metrics-port",
                 "off",
+                "--http-listen",
+                "off",
                 "--store-timeout-seconds",
                 "0.5",
                 "--health-interval-seconds",

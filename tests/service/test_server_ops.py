@@ -160,6 +160,8 @@ def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> No
             f"127.0.0.1:{port}",
             "--metrics-port",
             "off",
+            "--http-listen",
+            "off",
             "--drain-seconds",
             "3",
             "--allow-seeds",

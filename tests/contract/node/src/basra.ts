@@ -1,10 +1,10 @@
-// What every TypeScript caller of basra.v1 needs: a client over the gRPC protocol, the seat-token
-// metadata, and rejections unpacked into their google.rpc details (AIP-193), the same way
-// service/client.py's Rejection.of does it in Python.
+// What every TypeScript caller of basra.v1 needs: a client over gRPC (the gRPC port) or Connect or
+// gRPC-Web (the HTTP port), the seat-token metadata, and rejections unpacked into their
+// google.rpc details (AIP-193), the same way basra/client's Rejection.of does it in Python.
 
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 
 import { BasraService } from "../gen/basra/v1/basra_service_pb.js";
 import {
@@ -21,10 +21,32 @@ export type BasraClient = Client<typeof BasraService>;
 export const DOMAIN = "basra.v1";
 export const CALL_TIMEOUT_MS = 10_000;
 
-/** A client of the server at `target` ("host:port", plaintext HTTP/2, the gRPC protocol). */
-export function connect(target: string): BasraClient {
-  const transport = createGrpcTransport({ baseUrl: `http://${target}` });
-  return createClient(BasraService, transport);
+/** The protocols a client can speak: gRPC on either port, Connect and gRPC-Web on the HTTP port. */
+export const PROTOCOLS = ["grpc", "connect", "connect-json", "grpc-web"] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
+
+export function asProtocol(name: string): Protocol {
+  const found = PROTOCOLS.find((p) => p === name);
+  if (found === undefined) throw new Error(`protocol ${name}: expected one of ${PROTOCOLS.join(", ")}`);
+  return found;
+}
+
+/**
+ * A client of the server at `target` ("host:port", plaintext). gRPC needs HTTP/2; Connect
+ * (binary, or JSON as browsers often send it) and gRPC-Web go over HTTP/1.1, as from a browser.
+ */
+export function connect(target: string, protocol: Protocol = "grpc"): BasraClient {
+  const baseUrl = `http://${target}`;
+  switch (protocol) {
+    case "grpc":
+      return createClient(BasraService, createGrpcTransport({ baseUrl }));
+    case "connect":
+      return createClient(BasraService, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }));
+    case "connect-json":
+      return createClient(BasraService, createConnectTransport({ baseUrl, httpVersion: "1.1" }));
+    case "grpc-web":
+      return createClient(BasraService, createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }));
+  }
 }
 
 /** Call options authenticating as one seat: `authorization: Bearer <token>`. */

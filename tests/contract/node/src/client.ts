@@ -1,6 +1,8 @@
 // A TypeScript frontend's whole match, through every RPC of basra.v1.
 //
-//   tsx src/client.ts --target HOST:PORT [--seed N]     (or $BASRA_TARGET, $BASRA_SEED)
+//   tsx src/client.ts --target HOST:PORT [--seed N] [--protocol grpc|connect|connect-json|grpc-web]
+//   (or $BASRA_TARGET, $BASRA_SEED, $BASRA_PROTOCOL; the target is the HTTP port for Connect and
+//   gRPC-Web)
 //
 // Creates a seeded match (and retries the creation to show idempotency), watches it from
 // version 0 as both seats, provokes rejections and unpacks their ErrorInfo and BadRequest, plays
@@ -29,7 +31,7 @@ import {
   type MatchEvent,
   type MatchView,
 } from "../gen/basra/v1/game_pb.js";
-import { DOMAIN, asSeat, connect, rejected, type BasraClient, type Rejection } from "./basra.js";
+import { DOMAIN, asProtocol, asSeat, connect, rejected, type BasraClient, type Rejection } from "./basra.js";
 
 const SEATS = [0, 1] as const;
 
@@ -189,11 +191,15 @@ async function provoke(match: Match): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { target: { type: "string" }, seed: { type: "string" } } });
+  const { values } = parseArgs({
+    options: { target: { type: "string" }, seed: { type: "string" }, protocol: { type: "string" } },
+  });
   const target = values.target ?? process.env["BASRA_TARGET"];
   const seed = BigInt(values.seed ?? process.env["BASRA_SEED"] ?? "42");
+  const protocol = asProtocol(values.protocol ?? process.env["BASRA_PROTOCOL"] ?? "grpc");
   check(target !== undefined, "give the server as --target HOST:PORT or $BASRA_TARGET");
-  const client = connect(target);
+  const client = connect(target, protocol);
+  log(`protocol ${protocol}`);
 
   const requestId = randomUUID();
   const created = await client.deal({ seed, seat: 0, requestId }, { timeoutMs: 10_000 });

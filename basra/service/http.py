@@ -1,0 +1,475 @@
+"""BasraService over HTTP: Connect (binary and JSON), gRPC-Web and gRPC on one port, with CORS,
+a plain ``GET /healthz`` and the web table's static files.
+
+The RPCs are the transport-neutral core's (``Servicer.handle``): this module only turns HTTP
+headers into a ``Caller`` and a ``ServiceError`` into a Connect error whose details are the same
+google.rpc messages the gRPC port sends (ErrorInfo, BadRequest, RetryInfo). connectrpc (the
+official Python Connect runtime) speaks the three protocols; messages stay google.protobuf ones
+(our own codecs below), and connectrpc's own message runtime only wraps the detail bytes.
+
+Served by hypercorn in the server's own event loop: HTTP/1.1 and cleartext HTTP/2 (prior
+knowledge or upgrade), with the trailers gRPC needs (README, "HTTP port", says why hypercorn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import mimetypes
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import grpc
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError, ErrorDetail
+from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
+from connectrpc.request import RequestContext
+from connectrpc.server import ConnectASGIApplication, Endpoint
+from google.protobuf import json_format, message_factory
+from google.protobuf.message import DecodeError, Message
+from hypercorn.asyncio.run import worker_serve
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
+from hypercorn.utils import wrap_app
+from protobuf.wkt import Any as DetailAny
+
+import basra
+from basra.service.config import Settings
+from basra.service.errors import ServiceError
+from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
+
+log = logging.getLogger("basra.http")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+RPC_PREFIX: Final = f"/{SERVICE.full_name}/"
+HEALTH_PATH: Final = "/healthz"
+# What a browser's Connect or gRPC-Web client sends, and what it must be able to read
+# (connectrpc's cors recommendations, plus our authorization and x-api-key metadata).
+ALLOWED_HEADERS: Final = (
+    "authorization",
+    "content-type",
+    "connect-protocol-version",
+    "connect-timeout-ms",
+    "connect-accept-encoding",
+    "connect-content-encoding",
+    "content-encoding",
+    "accept-encoding",
+    "grpc-timeout",
+    "x-api-key",
+    "x-grpc-web",
+    "x-user-agent",
+)
+EXPOSED_HEADERS: Final = (
+    "grpc-status",
+    "grpc-message",
+    "grpc-status-details-bin",
+    "connect-content-encoding",
+    "content-encoding",
+)
+PREFLIGHT_MAX_AGE_S: Final = 7200
+# The repository's built web table (a source checkout); the web engineer's `make` builds it.
+DEFAULT_WEB_ROOT: Final = Path(basra.__file__).resolve().parent.parent / "web" / "dist"
+INDEX: Final = "index.html"
+# What a built web page is made of, typed without relying on the system's mime.types (the slim
+# image has none): a module script served with another type is refused by browsers.
+CONTENT_TYPES: Final = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".woff2": "font/woff2",
+    ".wasm": "application/wasm",
+    ".webmanifest": "application/manifest+json",
+    ".txt": "text/plain; charset=utf-8",
+}
+CLOSE_S: Final = 1.0
+"""After the drain, how long connections get to close before they are cut."""
+
+
+# -- Codecs: google.protobuf messages, and a request that does not parse reaches the core -------
+
+
+class _BinaryCodec:
+    """Protobuf binary. A body that does not parse becomes a MalformedRequest, which the core
+    rejects with INVALID_ARGUMENT and an ErrorInfo (connectrpc would answer without one)."""
+
+    def name(self) -> str:
+        return "proto"
+
+    def encode(self, message: Message) -> bytes:
+        return message.SerializeToString()
+
+    def decode(self, data: bytes | bytearray, message_class: type[Message]) -> Any:
+        try:
+            return message_class.FromString(bytes(data))
+        except DecodeError:
+            return MalformedRequest(message_class.DESCRIPTOR.full_name)
+
+
+class _JSONCodec:
+    """Protobuf JSON (proto3 JSON mapping: lowerCamelCase names, 64-bit integers as strings).
+    Unknown fields are ignored, as a newer client's additions must be."""
+
+    def name(self) -> str:
+        return "json"
+
+    def encode(self, message: Message) -> bytes:
+        return json_format.MessageToJson(message, indent=None).encode()
+
+    def decode(self, data: bytes | bytearray, message_class: type[Message]) -> Any:
+        message = message_class()
+        try:
+            json_format.Parse(bytes(data), message, ignore_unknown_fields=True)
+        except (json_format.ParseError, ValueError):
+            return MalformedRequest(message_class.DESCRIPTOR.full_name)
+        return message
+
+
+# -- The adapter: headers -> Caller, ServiceError -> ConnectError ------------------------------
+
+
+def connect_error(error: ServiceError) -> ConnectError:
+    """The Connect form of a rejection: same code, message and google.rpc details (as Any)."""
+    details = [
+        ErrorDetail(DetailAny(type_url=detail.type_url, value=detail.value))
+        for detail in error.status_details().details
+    ]
+    return ConnectError(_CODES[error.code], error.message, details)
+
+
+_CODES: Final[dict[grpc.StatusCode, Code]] = {
+    code: Code.CANCELED if code is grpc.StatusCode.CANCELLED else Code[code.name]
+    for code in grpc.StatusCode
+    if code is not grpc.StatusCode.OK
+}
+
+
+def _caller(ctx: RequestContext[Any, Any], ended: asyncio.Future[None]) -> Caller:
+    headers = [(key.lower(), value) for key, value in ctx.request_headers.allitems()]
+    return Caller(headers, ctx.client_address or "", ended)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _unary(
+    core: Servicer, method: str
+) -> Callable[[Any, RequestContext[Any, Any]], Awaitable[Any]]:
+    async def call(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        ended = asyncio.get_running_loop().create_future()
+        try:
+            return await core.handle(method, request, _caller(ctx, ended))
+        except ServiceError as error:
+            raise connect_error(error) from None
+        finally:
+            _settle(ended)
+
+    return call
+
+
+def _streaming(
+    core: Servicer, method: str, streams: set[asyncio.Future[None]]
+) -> Callable[[Any, RequestContext[Any, Any]], AsyncIterator[Any]]:
+    async def call(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+        # connectrpc cancels a handler whose client left and closes its generator: the call's
+        # end is this generator's end. A draining server ends the open ones (``streams``).
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        streams.add(ended)
+        try:
+            async for response in core.handle_stream(method, request, _caller(ctx, ended)):
+                yield response
+        except ServiceError as error:
+            raise connect_error(error) from None
+        finally:
+            _settle(ended)
+            streams.discard(ended)
+
+    return call
+
+
+class ConnectApp(ConnectASGIApplication[Servicer]):
+    """Every RPC of the contract's service descriptor, as connectrpc endpoints over the core."""
+
+    def __init__(self, core: Servicer, max_message_bytes: int) -> None:
+        codecs = [_BinaryCodec(), _JSONCodec()]
+        self.streams: set[asyncio.Future[None]] = set()
+        """The end of every open streaming call."""
+        super().__init__(
+            service=core,
+            endpoints=lambda core: _endpoints(core, self.streams),
+            read_max_bytes=max_message_bytes,
+            codecs=codecs,  # type: ignore[arg-type]  # typed for protobuf-py messages
+        )
+
+    @property
+    def path(self) -> str:
+        return "/" + SERVICE.full_name
+
+
+def _endpoints(core: Servicer, streams: set[asyncio.Future[None]]) -> dict[str, Any]:
+    endpoints: dict[str, Any] = {}
+    for method in SERVICE.methods:
+        info: MethodInfo[Any, Any] = MethodInfo(
+            name=method.name,
+            service_name=SERVICE.full_name,
+            input=message_factory.GetMessageClass(method.input_type),
+            output=message_factory.GetMessageClass(method.output_type),
+            idempotency_level=IdempotencyLevel.UNKNOWN,
+            stream_type=StreamType.SERVER_STREAM if method.server_streaming else StreamType.UNARY,
+        )
+        endpoints[RPC_PREFIX + method.name] = (
+            Endpoint.server_stream(info, _streaming(core, method.name, streams))
+            if method.server_streaming
+            else Endpoint.unary(info, _unary(core, method.name))
+        )
+    return endpoints
+
+
+# -- The HTTP application: CORS, /healthz, the RPCs, the web table -----------------------------
+
+
+@dataclass
+class Readiness:
+    """Whether /healthz answers 200: the store answered its last ping and the server is not
+    draining (the same status as the gRPC health service's "" and BasraService)."""
+
+    serving: bool = False
+
+
+@dataclass(frozen=True)
+class HttpApp:
+    """The ASGI application of the HTTP port."""
+
+    connect: ConnectApp
+    readiness: Readiness
+    cors_origins: frozenset[str] = frozenset()
+    web_root: Path | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return  # websockets: not served (the server closes the connection)
+        origin = _header(scope, b"origin")
+        cors = self._cors(origin)
+        if scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method"):
+            await self._preflight(cors, send)
+            return
+        if cors:
+            send = _with_headers(send, cors)
+        path: str = scope["path"]
+        if path.startswith(RPC_PREFIX):
+            await self.connect(scope, receive, send)
+        elif path == HEALTH_PATH:
+            ok = self.readiness.serving
+            await _respond(send, 200 if ok else 503, b"ok\n" if ok else b"not serving\n")
+        else:
+            await self._static(scope, send)
+
+    def _cors(self, origin: str | None) -> list[tuple[bytes, bytes]]:
+        """The CORS headers for a request from ``origin``: none unless it is allowed."""
+        if origin is None or not (origin in self.cors_origins or "*" in self.cors_origins):
+            return []
+        return [
+            (b"access-control-allow-origin", origin.encode()),
+            (b"access-control-expose-headers", ", ".join(EXPOSED_HEADERS).encode()),
+            (b"vary", b"Origin"),
+        ]
+
+    async def _preflight(self, cors: list[tuple[bytes, bytes]], send: Send) -> None:
+        if not cors:
+            # A denied origin learns nothing: no CORS headers, so the browser stops there.
+            await _respond(send, 403, b"origin not allowed\n", [(b"vary", b"Origin")])
+            return
+        headers = [
+            *cors,
+            (b"access-control-allow-methods", b"POST, GET"),
+            (b"access-control-allow-headers", ", ".join(ALLOWED_HEADERS).encode()),
+            (b"access-control-max-age", str(PREFLIGHT_MAX_AGE_S).encode()),
+        ]
+        await _respond(send, 204, b"", headers)
+
+    async def _static(self, scope: Scope, send: Send) -> None:
+        """A file of the web root (GET and HEAD only; nothing outside the root)."""
+        if scope["method"] not in ("GET", "HEAD"):
+            await _respond(send, 405, b"method not allowed\n", [(b"allow", b"GET, HEAD")])
+            return
+        file = self._file(scope["path"])
+        if file is None:
+            await _respond(send, 404, b"not found\n")
+            return
+        body = await asyncio.to_thread(file.read_bytes)
+        kind = CONTENT_TYPES.get(file.suffix.lower()) or (
+            mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+        )
+        headers = [
+            (b"content-type", kind.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            # The page is small and changes with each build: always revalidate.
+            (b"cache-control", b"no-cache"),
+        ]
+        await _respond(send, 200, b"" if scope["method"] == "HEAD" else body, headers, len(body))
+
+    def _file(self, path: str) -> Path | None:
+        if self.web_root is None:
+            return None
+        relative = path.lstrip("/") or INDEX
+        candidate = (self.web_root / relative).resolve()
+        if not candidate.is_relative_to(self.web_root):
+            return None
+        if candidate.is_dir():
+            candidate = candidate / INDEX
+        return candidate if candidate.is_file() else None
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _with_headers(send: Send, extra: Sequence[tuple[bytes, bytes]]) -> Send:
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *extra]}
+        await send(message)
+
+    return sending
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+    length: int | None = None,
+) -> None:
+    all_headers = [
+        *(
+            []
+            if any(k == b"content-type" for k, _ in headers)
+            else [(b"content-type", b"text/plain; charset=utf-8")]
+        ),
+        (b"content-length", str(len(body) if length is None else length).encode()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def build_app(core: Servicer, settings: Settings, readiness: Readiness) -> HttpApp:
+    """The HTTP port's application over ``core``."""
+    web_root = Path(settings.web_root) if settings.web_root else DEFAULT_WEB_ROOT
+    return HttpApp(
+        connect=ConnectApp(core, settings.max_message_bytes),
+        readiness=readiness,
+        cors_origins=frozenset(settings.cors_origins),
+        web_root=web_root.resolve() if web_root.is_dir() else None,
+    )
+
+
+# -- The server ----------------------------------------------------------------------------------
+
+
+@dataclass
+class HttpServer:
+    """hypercorn serving the HTTP port in this event loop."""
+
+    port: int
+    app: HttpApp
+    config: HypercornConfig
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = None
+
+    @property
+    def failed(self) -> bool:
+        """hypercorn ended without being asked to stop (it should never)."""
+        return self._task is not None and self._task.done() and not self._stopping.is_set()
+
+    async def stop(self, grace_s: float | None) -> None:
+        """Stop accepting; in-flight calls (open streams included) get ``grace_s`` seconds.
+
+        Then the open WatchMatch streams are ended (cleanly: the client resumes from its last
+        complete version, as after any drain) and every connection gets ``CLOSE_S`` more to
+        close before hypercorn cuts it.
+        """
+        if self._task is None:
+            return
+        self.config.graceful_timeout = (grace_s or 0.0) + CLOSE_S
+        self._stopping.set()
+        if grace_s:
+            await asyncio.wait({self._task}, timeout=grace_s)
+        for ended in list(self.app.connect.streams):
+            _settle(ended)
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
+    """Listen on ``settings.http_listen`` and serve ``app``; returns once listening."""
+    assert settings.http_listen is not None
+    config = HypercornConfig()
+    config.bind = [settings.http_listen]
+    config.accesslog = None  # never log request lines: their query strings may hold secrets
+    config.errorlog = log
+    config.h2_max_concurrent_streams = settings.max_concurrent_streams
+    config.include_server_header = False
+    # hypercorn closes a connection after this many requests, cutting the HTTP/2 streams still
+    # in flight on it (clients saw broken pipes under load). Connections live on instead.
+    config.keep_alive_max_requests = sys.maxsize
+    sockets = _listen(config)
+    port = int(sockets.insecure_sockets[0].getsockname()[1])
+    server = HttpServer(port, app, config)
+    server._task = asyncio.create_task(_serve(app, config, sockets, server._stopping.wait))
+    return server
+
+
+def _listen(config: HypercornConfig) -> Sockets:
+    """Bound and listening at once, so that connections made before hypercorn starts accepting
+    wait in the backlog instead of being refused."""
+    try:
+        sockets = config.create_sockets()
+        for sock in sockets.insecure_sockets:
+            sock.listen(config.backlog)
+    except OSError as exc:
+        raise OSError(f"cannot listen for HTTP on {config.bind[0]}: {exc.strerror}") from exc
+    return sockets
+
+
+async def _serve(
+    app: HttpApp, config: HypercornConfig, sockets: Sockets, stop: Callable[[], Awaitable[Any]]
+) -> None:
+    """hypercorn's asyncio serve, on sockets already bound (so port 0 is known beforehand)."""
+    await worker_serve(
+        # Our ASGI types are plain dicts, hypercorn's TypedDicts.
+        wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
+        config,
+        sockets=sockets,
+        shutdown_trigger=stop,
+    )
