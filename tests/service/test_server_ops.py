@@ -172,7 +172,10 @@ def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> No
     )
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        grpc.channel_ready_future(channel).result(timeout=15)
+        ready = grpc.channel_ready_future(channel)
+        # Starting a process is slow on a busy machine: wait for it to serve, or to have exited.
+        wait_until(lambda: ready.done() or process.poll() is not None, 60, "the server to start")
+        assert process.poll() is None, "the server exited at start"
         client, _ = MatchClient.create(channel, seed=4)
         # From version 0 the stream answers at once (the match's first events), so a first
         # message proves it is open on the server; then it waits for more.
