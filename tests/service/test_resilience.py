@@ -23,7 +23,7 @@ def health(server: ServerThread, service: str = "") -> int:
     return int(response.status)
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 10) -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
