@@ -14,7 +14,17 @@ from dataclasses import replace
 
 import pytest
 
-from basra.engine import ERAM, TRADITIONAL, Phase, Profile, SevenMeasure, State, decode, encode
+from basra.engine import (
+    ERAM,
+    TRADITIONAL,
+    CorruptStateError,
+    Phase,
+    Profile,
+    SevenMeasure,
+    State,
+    decode,
+    encode,
+)
 from basra.engine.cards import ALL_CARDS_MASK, CARDS
 from basra.engine.game import new_match
 from basra.engine.scoring import score_hand
@@ -264,3 +274,54 @@ def test_the_store_record_round_trips_at_its_limits(version: int, seats: int, si
 def test_a_record_field_one_past_its_width_is_refused(change: dict[str, object]) -> None:
     with pytest.raises((struct.error, ValueError, OverflowError)):
         encode_record(replace(record(1, 2, 4), **change))  # type: ignore[arg-type]
+
+
+# -- What decode refuses, and why -------------------------------------------------------------
+
+
+def refusal(data: bytes) -> str:
+    with pytest.raises(CorruptStateError) as refused:
+        decode(data)
+    return str(refused.value)
+
+
+def test_each_inconsistency_is_refused_with_its_own_reason() -> None:
+    state = consistent(ERAM, history(ERAM, [[(26, 3, 1), (26, 2, 0)]]))
+    assert decode(encode(state)) == state
+    everything = list(CARDS)
+    # 52 cards counted, but one twice and one missing: the count alone would pass.
+    twice = replace(state, hands=((everything[0],), ()), captured=(NO_CARDS & ~(1 << 51), 0))
+    assert sum(m.bit_count() for m in twice.captured) + 1 == 52
+    assert refusal(encode(twice)) == "state does not hold each of the 52 cards exactly once"
+    one_more = replace(state, floor=(everything[5],))
+    assert refusal(encode(one_more)) == "state does not hold each of the 52 cards exactly once"
+    scores = replace(state, scores=(state.scores[0] + 1, state.scores[1]))
+    assert refusal(encode(scores)) == "match totals do not add up to the hand scores"
+    carry = replace(state, carry=state.carry + 30)
+    assert refusal(encode(carry)) == "carry does not follow from the hand scores"
+    early_winner = replace(state, winner=0)
+    assert refusal(encode(early_winner)) == "winner and phase disagree"
+    no_winner = replace(state, phase=Phase.MATCH_OVER)
+    assert refusal(encode(no_winner)) == "winner and phase disagree"
+
+
+def test_malformed_bytes_are_refused_with_their_reason() -> None:
+    state = consistent(ERAM, ())
+    data = encode(state)
+    assert refusal(data[:-1]) == "state bytes end early"
+    assert refusal(data + b"\0") == "state bytes have trailing data"
+    assert refusal(b"\x09" + data[1:]) == "unknown state format version 9"
+    bad_turn = encode(replace(state, turn=5))
+    assert refusal(bad_turn) == "state names seat 5 of 2"
+    # Seat 0 holds the last card (index 51), taken from its pile; then that byte becomes 52.
+    last = CARDS[51]
+    held = encode(replace(state, hands=((last,), ()), captured=(NO_CARDS & ~(1 << 51), 0)))
+    assert decode(held).hands[0] == (last,)
+    assert held.count(bytes((1, 51))) == 1, "the hand's length byte and card byte"
+    at = held.index(bytes((1, 51)))
+    assert refusal(held[: at + 1] + bytes((52,)) + held[at + 2 :]) == (
+        "state bytes hold an invalid card"
+    )
+    assert refusal(b"") == "state bytes end early"
+    not_utf8 = data[:2] + b"\xff" + data[3:]  # the profile's name
+    assert refusal(not_utf8).startswith("state bytes do not decode: ")
