@@ -203,6 +203,13 @@ def test_seats_and_cards_round_trip_at_their_limits() -> None:
     assert last_pile.captured[3] == NO_CARDS
 
 
+def test_a_history_past_the_signed_range_of_its_two_bytes_round_trips() -> None:
+    """32768 hands (2**15), scoring nothing in a profile of zero points."""
+    hands = [[(26, 0, 0), (26, 0, 0)]] * 2**15
+    state = round_trips(consistent(NARROW, history(NARROW, hands)))
+    assert len(state.history) == 2**15
+
+
 def test_a_finished_match_round_trips_with_its_winner() -> None:
     hands = [[(40, 255, 0), (12, 0, 0)]]
     won = consistent(NARROW, history(NARROW, hands), phase=Phase.MATCH_OVER, winner=1)
@@ -311,8 +318,15 @@ def test_malformed_bytes_are_refused_with_their_reason() -> None:
     assert refusal(data[:-1]) == "state bytes end early"
     assert refusal(data + b"\0") == "state bytes have trailing data"
     assert refusal(b"\x09" + data[1:]) == "unknown state format version 9"
-    bad_turn = encode(replace(state, turn=5))
-    assert refusal(bad_turn) == "state names seat 5 of 2"
+    assert refusal(encode(replace(state, turn=5))) == "state names seat 5 of 2"
+    assert refusal(encode(replace(state, turn=2))) == "state names seat 2 of 2"
+    assert refusal(encode(replace(state, last_capturer=2))) == "state names seat 2 of 2"
+    # Rank bits 13-15 of the 7D exclusion field name no rank: they do not survive re-encoding.
+    field = 2 + len(state.profile.name) + 10  # version, name length, name, 10 bytes, the field
+    assert data[field : field + 2] == bytes((0x18, 0x00))  # Q and K: rank bits 11 and 12
+    assert refusal(data[:field] + bytes((0xF0, 0x00)) + data[field + 2 :]) == (
+        "state bytes are not in canonical form"
+    )
     # Seat 0 holds the last card (index 51), taken from its pile; then that byte becomes 52.
     last = CARDS[51]
     held = encode(replace(state, hands=((last,), ()), captured=(NO_CARDS & ~(1 << 51), 0)))
