@@ -1,5 +1,6 @@
-# The two quick-start commands are `make run` and `make test`; both work on a fresh clone with
-# nothing but Python >= 3.11 and make: they build .venv, install, generate, then serve / test.
+# The two quick-start commands are `make run` and `make test`: they build .venv, install, generate,
+# then serve / test. `make run` needs Python >= 3.11 and make; `make test` also needs Node.js 20+
+# and npm, and installs redis-server and kubectl with apt-get when they are missing.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -24,7 +25,7 @@ TS_STUBS := $(NODE)/gen/.generated
 GATEWAY_API := tests/deploy/gateway_api
 GATEWAY_API_MODULES := $(GATEWAY_API)/node_modules/.package-lock.json
 
-.PHONY: help run test lint typecheck unit bench golden redis-server kubectl contract-release clean
+.PHONY: help setup run test lint typecheck unit bench golden redis-server kubectl contract-release clean
 
 # Every target with a `## ` comment is listed by `make help`.
 help: ## list the targets
@@ -57,8 +58,12 @@ $(STAMP): $(RUNTIME)
 	$(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
+setup: $(STAMP) ## set up .venv (package, stubs, test and lint tools) and stop
+
+# Development only: the embedded store (asked for by name: production refuses to start without
+# a Redis URL) and no drain, so Ctrl-C returns at once.
 run: $(RUNTIME) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
-	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080
+	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080 --store embedded --drain-seconds 0
 
 lint: $(STAMP) ## buf lint, buf breaking, ruff
 	$(BIN)/buf lint

@@ -5,69 +5,174 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from basra.service import config
+
+
+class _Help(argparse.HelpFormatter):
+    """Help that shows each option's default (when it has a meaningful one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "(default" not in text
+            and action.default not in (None, False, "", argparse.SUPPRESS)
+            and action.option_strings
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+def version() -> str:
+    try:
+        return metadata.version("basra-engine")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
+
+
+def _cards_flag(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--cards",
+        choices=("symbols", "letters"),
+        default=default,
+        help="card notation shown: suit symbols (10♦ Q♠) or letters (10D QS)",
+    )
+
+
+def _client_flags(parser: argparse.ArgumentParser, target: str | None) -> None:
+    parser.add_argument(
+        "--target",
+        default=target,
+        help="server address HOST:PORT" + ("" if target else " (default: localhost:50051)"),
+    )
+    parser.add_argument(
+        "--seed", type=int, help="match seed, to replay a match (the server must allow seeds)"
+    )
+    parser.add_argument("--api-key", help="API key, when the server requires one")
+    _cards_flag(parser, "symbols")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="basra-engine", description="Basra (ERAM rules) engine and gRPC service."
+        prog="basra-engine",
+        description="Basra (ERAM rules) engine and gRPC service.",
+        formatter_class=_Help,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     plans = commands.add_parser(
-        "plans", help="list the capture plans of a card on a floor (rules oracle)"
+        "plans",
+        help="list the capture plans of a card on a floor (rules oracle)",
+        description="List the capture plans of a card on a floor, as the engine offers them. "
+        "Cards are written 10D, TD, 10d or 10♦; at most 12 plans are offered (RULES.md).",
+        formatter_class=_Help,
     )
-    plans.add_argument("--floor", default="", help='floor cards, e.g. "4S 6H 10C 3D"')
-    plans.add_argument("--card", help="the card played, e.g. 10H")
     plans.add_argument(
-        "--batch", metavar="FILE", help='JSON lines {"floor": [...], "card": "..."} (- for stdin)'
+        "--floor", default="", help='floor cards, e.g. "4S 6H 10C 3D" (default: an empty floor)'
     )
-    plans.add_argument("--json", action="store_true", help="print one JSON object")
+    plans.add_argument("--card", help="the card played, e.g. 10H (required without --batch)")
+    plans.add_argument(
+        "--batch",
+        metavar="FILE",
+        help='answer JSON lines {"floor": [...] or "...", "card": "..."} from FILE (- for stdin)',
+    )
+    plans.add_argument("--json", action="store_true", help="print JSON (errors too)")
+    _cards_flag(plans, "letters")
 
     serve = commands.add_parser("serve", help="run the gRPC service")
     config.add_arguments(serve)
 
-    demo = commands.add_parser("demo", help="watch two bots play a match through the RPCs")
-    demo.add_argument("--target", default="localhost:50051", help="server address HOST:PORT")
-    demo.add_argument("--seed", type=int, help="match seed (the server must allow seeds)")
-    demo.add_argument("--api-key", help="API key, when the server requires one")
+    demo = commands.add_parser(
+        "demo",
+        help="watch two bots play a match through the RPCs",
+        description="Two bots (greedy, random) play a whole match through basra.client.",
+        formatter_class=_Help,
+    )
+    _client_flags(demo, "localhost:50051")
+    demo.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="pause between two plays (default: 0, no pause)",
+    )
 
-    play = commands.add_parser("play", help="play a match in the terminal (against a bot)")
-    play.add_argument("--target", default="localhost:50051", help="server address HOST:PORT")
-    play.add_argument("--hot-seat", action="store_true", help="two people share the keyboard")
-    play.add_argument("--seed", type=int, help="match seed (the server must allow seeds)")
-    play.add_argument("--api-key", help="API key, when the server requires one")
+    play = commands.add_parser(
+        "play",
+        help="play a match in the terminal (against a bot)",
+        description="Play a match in the terminal against the greedy bot, or with --hot-seat "
+        "share the keyboard. A left match (q or Ctrl-C) is resumed with --resume: its seat "
+        "tokens are kept in $XDG_STATE_HOME/basra-engine/MATCH_ID.json "
+        "(~/.local/state/...), readable by you only, and removed when the match ends.",
+        formatter_class=_Help,
+    )
+    _client_flags(play, None)
+    play.add_argument("--hot-seat", action="store_true", help="players share the keyboard")
+    play.add_argument("--resume", metavar="MATCH_ID", help="resume a match left earlier")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    """Run the command line; returns the exit status (130 after Ctrl-C in a client command)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "plans":
         from basra import oracle
 
-        return oracle.main(args.floor, args.card, args.batch, args.json)
+        return oracle.main(
+            args.floor, args.card, args.batch, args.json, symbols=args.cards == "symbols"
+        )
     if args.command == "serve":
         from basra.service import server
 
         try:
             settings = config.from_args(args)
         except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"basra-engine serve: error: {exc}", file=sys.stderr)
             return 2
-        server.serve(settings)
+        try:
+            server.serve(settings)
+        except server.StartupError as exc:
+            print(f"basra-engine serve: error: {exc}", file=sys.stderr)
+            return 1
         return 0
     if args.command == "demo":
         from basra.client import demo
 
-        return demo.run(args.target, sys.stdout, seed=args.seed, api_key=args.api_key)
+        if args.pace < 0:
+            parser.error("demo: --pace must be 0 or more seconds")
+        return demo.run(
+            args.target,
+            sys.stdout,
+            seed=args.seed,
+            api_key=args.api_key,
+            pace=args.pace,
+            symbols=args.cards == "symbols",
+        )
     if args.command == "play":
         from basra.client import play
 
+        if args.resume is not None and (args.seed is not None or args.hot_seat):
+            parser.error("play: --resume continues a match as it was: leave out --seed/--hot-seat")
         return play.run(
-            args.target, sys.stdout, hot_seat=args.hot_seat, seed=args.seed, api_key=args.api_key
+            args.target,
+            sys.stdout,
+            hot_seat=args.hot_seat,
+            seed=args.seed,
+            api_key=args.api_key,
+            symbols=args.cards == "symbols",
+            resume=args.resume,
         )
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 

@@ -11,8 +11,17 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
-from basra.engine import BasraError, Card, InvalidInputError, Plan, capture_plans, parse_cards
+from basra.engine import (
+    MAX_PLANS,
+    BasraError,
+    Card,
+    InvalidInputError,
+    Plan,
+    capture_plans,
+    parse_cards,
+)
 from basra.engine.cards import format_cards
+from basra.engine.plans import plan_count
 
 
 def plans_document(floor_tokens: str | Sequence[str], card_token: str) -> dict[str, Any]:
@@ -26,11 +35,15 @@ def plans_document(floor_tokens: str | Sequence[str], card_token: str) -> dict[s
     if card in floor:
         raise InvalidInputError(f"card {str(card)!r} cannot be played while on the floor")
     plans = capture_plans(floor, card)
-    return {
+    document: dict[str, Any] = {
         "floor": [str(c) for c in floor],
         "card": str(card),
         "plans": [_plan_json(p) for p in plans],
     }
+    total = plan_count(floor, card)
+    if total > len(plans):
+        document["plans_total"] = total  # only the first MAX_PLANS are offered
+    return document
 
 
 def _plan_json(plan: Plan) -> dict[str, Any]:
@@ -60,11 +73,18 @@ def render(document: dict[str, Any], *, symbols: bool = False) -> str:
             f"plan {plan['id']}: {cards(plan['captures'])}"
             + (f"  ({', '.join(flags)})" if flags else "")
         )
+    if "plans_total" in document:
+        lines.append(
+            f"{document['plans_total']} plans exist: the rules offer only the first {MAX_PLANS}"
+        )
     return "\n".join(lines)
 
 
 def run_batch(source: IO[str], out: IO[str], err: IO[str]) -> int:
-    """Answer JSON lines ``{"floor": [...], "card": "..."}`` one per line, in order.
+    """Answer JSON lines ``{"floor": ..., "card": "..."}`` one per line, in order.
+
+    ``floor`` is written as on the command line (``"4S 6H"``) or as a list (``["4S", "6H"]``),
+    and may be left out (an empty floor); cards as ``--card`` takes them (``10D``, ``TD``, ``10♦``).
 
     A bad line gets ``{"line": n, "error": {...}}`` in its place, so answers stay aligned with
     questions; the exit status is 1 when any line failed.
@@ -77,9 +97,13 @@ def run_batch(source: IO[str], out: IO[str], err: IO[str]) -> int:
             request = json.loads(line)
             if not isinstance(request, dict):
                 raise InvalidInputError("each line must be a JSON object")
-            floor, card = request.get("floor"), request.get("card")
-            if not isinstance(floor, list) or not all(isinstance(t, str) for t in floor):
-                raise InvalidInputError('"floor" must be a list of card strings')
+            floor, card = request.get("floor", ""), request.get("card")
+            if not isinstance(floor, str) and not (
+                isinstance(floor, list) and all(isinstance(t, str) for t in floor)
+            ):
+                raise InvalidInputError(
+                    '"floor" must be a string of cards ("4S 6H") or a list of card strings'
+                )
             if not isinstance(card, str):
                 raise InvalidInputError('"card" must be a card string')
             answer: dict[str, Any] = plans_document(floor, card)
@@ -92,20 +116,47 @@ def run_batch(source: IO[str], out: IO[str], err: IO[str]) -> int:
     return 1 if failed else 0
 
 
-def main(floor: str | None, card: str | None, batch: str | None, as_json: bool) -> int:
-    """Entry point of ``basra-engine plans``; returns the exit status."""
+def main(
+    floor: str | None,
+    card: str | None,
+    batch: str | None,
+    as_json: bool,
+    *,
+    symbols: bool = False,
+) -> int:
+    """Entry point of ``basra-engine plans``; returns the exit status.
+
+    Errors are one line on stderr, or with ``as_json`` one ``{"error": {...}}`` object on stdout.
+    """
+
+    def fail(reason: str, message: str, status: int) -> int:
+        if as_json:
+            print(json.dumps({"error": {"reason": reason, "message": message}}, ensure_ascii=False))
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return status
+
+    if batch is not None and (card is not None or floor):
+        return fail(
+            "FLAGS_CONFLICT",
+            "--batch reads each line's floor and card: leave out --card/--floor",
+            2,
+        )
     if batch is not None:
         if batch == "-":
             return run_batch(sys.stdin, sys.stdout, sys.stderr)
-        with open(batch, encoding="utf-8") as source:
-            return run_batch(source, sys.stdout, sys.stderr)
+        try:
+            with open(batch, encoding="utf-8") as source:
+                return run_batch(source, sys.stdout, sys.stderr)
+        except OSError as exc:
+            return fail("BATCH_UNREADABLE", f"cannot read --batch {batch}: {exc.strerror}", 2)
     if card is None:
-        print("error: give --card (and --floor), or --batch FILE", file=sys.stderr)
-        return 2
+        return fail("CARD_MISSING", "give --card (and --floor), or --batch FILE", 2)
     try:
         document = plans_document(floor or "", card)
     except BasraError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(document, ensure_ascii=False) if as_json else render(document))
+        return fail(exc.reason, str(exc), 1)
+    print(
+        json.dumps(document, ensure_ascii=False) if as_json else render(document, symbols=symbols)
+    )
     return 0

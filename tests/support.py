@@ -21,6 +21,7 @@ import redis
 
 from basra.service.config import Settings
 from basra.service.server import BasraServer, create_server
+from basra.service.store import Store
 
 T = TypeVar("T")
 
@@ -107,17 +108,19 @@ class RedisProcess:
 class ServerThread:
     """The service in this process, on port 0, with its own event loop in a thread."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, listen: str = "127.0.0.1:0", store: Store | None = None
+    ) -> None:
         self.settings = replace(
             settings,
-            listen="127.0.0.1:0",
+            listen=listen,
             http_listen=None if settings.http_listen is None else "127.0.0.1:0",
         )
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.server: BasraServer
-        self.server, self.port = self.run(create_server(self.settings))
+        self.server, self.port = self.run(create_server(self.settings, store))
         self.channel = grpc.insecure_channel(self.target)
 
     @property
@@ -214,7 +217,10 @@ async def _task_stacks() -> str:
     out = io.StringIO()
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
-            task.print_stack(limit=8, file=out)
+            try:
+                task.print_stack(limit=8, file=out)
+            except TypeError:  # a frame of compiled (Cython) code has no line number
+                print(repr(task), file=out)
     return out.getvalue()
 
 

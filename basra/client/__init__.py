@@ -1,2 +1,72 @@
-"""The Python client of the ``basra.v1`` contract, and the programs built on it (the demo and the
-terminal player). A user of the contract, not a part of the server."""
+"""The Python client of the Basra service, for frontend teams and bot authors.
+
+A whole match between two greedy bots (both seats played by one program)::
+
+    from basra.client import Client, cards, greedy_choice
+    from basra.v1.game_pb2 import MATCH_STATUS_HAND_OVER, MATCH_STATUS_MATCH_OVER
+
+    with Client("localhost:50051") as client:
+        match = client.create_match()  # holds both seats' tokens
+        view = match.view()
+        while view.status != MATCH_STATUS_MATCH_OVER:
+            if view.status == MATCH_STATUS_HAND_OVER:
+                match.deal()
+            else:
+                seat = match.seat(view.turn)  # acts with that seat's token
+                card, plan_id = greedy_choice(seat.plans())
+                played = seat.play(card, plan_id, expected_version=view.version).played
+                print(f"seat {played.seat} plays {cards.text([played.card])}")
+            view = match.view()
+        print("seat", match.score().winner, "wins")
+
+``Client`` (synchronous) and ``AsyncClient`` (``basra.client.aio``, asyncio) offer the same
+calls. Every change carries a fresh UUIDv4 request id, kept for all attempts of that call: a
+call that meets UNAVAILABLE or DEADLINE_EXCEEDED is retried with bounded backoff
+(``RetryPolicy``) and applied once; a rejection is never retried and raises a typed
+``BasraError`` (see ``basra.client.errors``). ``Seat.watch()`` iterates over the events
+and resumes a dropped stream after the last complete version, so each event comes exactly once.
+"""
+
+from basra.client import cards
+from basra.client.aio import AsyncClient, AsyncMatch, AsyncSeat, AsyncWatch
+from basra.client.bots import greedy_choice, random_choice
+from basra.client.errors import (
+    AuthError,
+    BasraError,
+    InvalidRequestError,
+    MatchNotFoundError,
+    OutOfRangeError,
+    RateLimitedError,
+    RuleViolationError,
+    ServerError,
+    UnavailableError,
+    VersionMismatchError,
+)
+from basra.client.retry import NO_RETRY, RetryPolicy
+from basra.client.sync import Client, Match, Seat, Watch
+
+__all__ = [
+    "NO_RETRY",
+    "AsyncClient",
+    "AsyncMatch",
+    "AsyncSeat",
+    "AsyncWatch",
+    "AuthError",
+    "BasraError",
+    "Client",
+    "InvalidRequestError",
+    "Match",
+    "MatchNotFoundError",
+    "OutOfRangeError",
+    "RateLimitedError",
+    "RetryPolicy",
+    "RuleViolationError",
+    "Seat",
+    "ServerError",
+    "UnavailableError",
+    "VersionMismatchError",
+    "Watch",
+    "cards",
+    "greedy_choice",
+    "random_choice",
+]

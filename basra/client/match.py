@@ -1,7 +1,7 @@
-"""A small synchronous client of BasraService: what a frontend does, in Python.
+"""A thin driver of BasraService for the server's own tests: no retries, raw gRPC errors.
 
-Used by ``basra-engine demo`` and ``play``, and by the tests. It holds the seat tokens of a match
-and sends each call with the right ``authorization`` metadata; ``Rejection.of`` unpacks the
+Applications use ``basra.client.Client`` (retries, typed errors, resumable watches); the tests
+of the server use this one to see exactly what the server answers. ``Rejection.of`` unpacks the
 ErrorInfo (and BadRequest, RetryInfo) of a failed call.
 """
 
@@ -12,23 +12,22 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import grpc
-from google.rpc import error_details_pb2, status_pb2
 
+from basra.client import cards
+from basra.client.errors import Details
 from basra.engine import Card
-from basra.service import convert
-from basra.service.errors import DETAILS_KEY
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
 
 
 def to_card(card: game_pb2.Card) -> Card:
     """The engine card of a message Card (which must be valid)."""
-    return convert.card_from_pb(card)
+    return cards.from_pb(card)
 
 
 def card_pb(card: Card | str) -> game_pb2.Card:
     """The message Card of an engine card or a token such as "10D"."""
-    return convert.card_to_pb(Card.parse(card) if isinstance(card, str) else card)
+    return cards.to_pb(card)
 
 
 @dataclass(frozen=True)
@@ -47,36 +46,15 @@ class Rejection:
     def of(cls, error: grpc.RpcError) -> Rejection:
         """Unpack a failed call's google.rpc.Status details."""
         call: grpc.Call = error  # type: ignore[assignment]
-        status = status_pb2.Status()
-        for key, value in call.trailing_metadata() or ():
-            if key == DETAILS_KEY:
-                status = status_pb2.Status.FromString(value)
-        info = error_details_pb2.ErrorInfo()
-        violations: dict[str, str] = {}
-        retry: float | None = None
-        infos = 0
-        for detail in status.details:
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                detail.Unpack(info)
-                infos += 1
-            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-                bad = error_details_pb2.BadRequest()
-                detail.Unpack(bad)
-                violations = {v.field: v.description for v in bad.field_violations}
-            elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                retry_info = error_details_pb2.RetryInfo()
-                detail.Unpack(retry_info)
-                retry = retry_info.retry_delay.ToMilliseconds() / 1000
-        if infos > 1:
-            raise ValueError("a rejection carries exactly one ErrorInfo")
+        details = Details.of(call.trailing_metadata())
         return cls(
             code=call.code(),
             message=call.details() or "",
-            reason=info.reason,
-            domain=info.domain,
-            metadata=dict(info.metadata),
-            field_violations=violations,
-            retry_after_s=retry,
+            reason=details.reason,
+            domain=details.domain,
+            metadata=details.metadata,
+            field_violations=details.field_violations,
+            retry_after_s=details.retry_after,
         )
 
 

@@ -1,214 +1,387 @@
-"""``basra-engine play``: play a match in the terminal through the RPCs.
+"""``basra-engine play``: play a match in the terminal through ``basra.client``.
 
-A person plays seat 0 against a bot, or two people share the keyboard (``--hot-seat``). Cards are
-shown with suit symbols, a card's capture plans are numbered, and every rejection the server
-sends is explained in words, with what to do about it.
+A person plays seat 0 against the greedy bot, or several people share the keyboard
+(``--hot-seat``): the screen is then cleared at every handover, so nobody sees another's hand.
+Cards are typed by number or by name (``8C``, ``8♣``); each card shows whether it captures;
+``h`` shows help and ``q`` (or Ctrl-C) leaves. A left match is resumed with ``--resume``: its
+seat tokens are kept in a file only the user may read (``saved_path``), removed when the match
+ends.
 """
 
 from __future__ import annotations
 
-import random
+import json
+import os
+import re
+import select
+import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final, TextIO
 
-import grpc
-
-from basra.client.demo import choose, describe, scoreboard, show
-from basra.client.match import MatchClient, Rejection, to_card
+from basra.client import Client, Match, RetryPolicy, greedy_choice
+from basra.client.errors import BasraError, UnavailableError
+from basra.client.render import Renderer, explain, plural
+from basra.engine import Card, InvalidCardError
 from basra.v1 import game_pb2
 
-EXPLANATIONS: Final = {
-    "NOT_YOUR_TURN": "It is not your turn: seat {turn} plays now.",
-    "CARD_NOT_IN_HAND": "You do not hold {card}.",
-    "PLAN_REQUIRED": "{card} can capture in {plan_count} ways: choose one of the plans.",
-    "UNKNOWN_PLAN": "{card} has no plan {plan_id}.",
-    "CAPTURE_REQUIRED": "{card} can capture, and capture is mandatory: it cannot trail.",
-    "HAND_IN_PROGRESS": "The hand is still being played.",
-    "HAND_OVER": "This hand is over: deal the next one first.",
-    "MATCH_OVER": "The match is over: seat {winner} won.",
-    "VERSION_MISMATCH": "The table changed while you were choosing: look again and replay.",
-    "STORE_UNAVAILABLE": "The server cannot reach its match store right now: try again shortly.",
-    "API_KEY_MISSING": "This server needs an API key to create matches: pass --api-key.",
-    "API_KEY_INVALID": "The API key was refused: check --api-key.",
-    "SEEDS_DISABLED": "This server does not accept seeds: leave out --seed.",
-    "RATE_LIMITED": "Too many matches are being created: wait {retry_after_s} s and try again.",
-    "MATCH_NOT_FOUND": "The match no longer exists (it may have expired).",
-    "TOKEN_INVALID": "The server did not accept this seat's token.",
-}
+CLEAR: Final = "\x1b[2J\x1b[H"
+"""ANSI: erase the screen and put the cursor at its top left."""
+QUICK = RetryPolicy(attempts=4, first_delay=0.1, max_delay=0.5)
+HELP: Final = """\
+   Type the number of a card (1, 2, ...) or its name (8C, 10D, Q♠; T for ten).
+   A card marked "takes" captures; "trails" means it stays on the floor.
+   When a card can capture in several ways, choose a plan by its number (b: back).
+   h: this help    q or Ctrl-C: leave (the match is kept and can be resumed)"""
 
 
-def explain(rejection: Rejection) -> str:
-    """A rejection in words a player understands."""
-    template = EXPLANATIONS.get(rejection.reason)
-    if template is None:
-        return (
-            f"The server refused: {rejection.message} ({rejection.reason or rejection.code.name})"
-        )
+def read_line(prompt: str) -> str:
+    """``input()`` that Ctrl-C always interrupts.
+
+    A SIGINT that lands just before ``input()`` blocks in ``read()`` (or on another thread: gRPC
+    runs several) would wait for the next Enter: waiting in short ``select`` slices lets Python
+    raise KeyboardInterrupt at once.
+    """
+    print(prompt, end="", flush=True)
     try:
-        return template.format(**rejection.metadata)
-    except KeyError:
-        return template
+        descriptor = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: no select
+        return input()
+    while not select.select([descriptor], [], [], 0.2)[0]:
+        pass  # the interpreter handles a pending signal between two slices
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
+def state_dir() -> Path:
+    """Where left matches are kept: $XDG_STATE_HOME/basra-engine (~/.local/state/...)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "basra-engine"
+
+
+def saved_path(match_id: str) -> Path:
+    """Raises ValueError for an id that is not a match id (it names a file)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", match_id):
+        raise ValueError(f"{match_id!r} is not a match id")
+    return state_dir() / f"{match_id}.json"
+
+
+def resume_command(target: str, match_id: str) -> str:
+    return f"basra-engine play --target {target} --resume={match_id}"
+
+
+@dataclass
+class Saved:
+    """What resuming a match needs: where it is served, its id, the seats' tokens, who plays."""
+
+    target: str
+    match_id: str
+    tokens: dict[int, str]
+    humans: list[int]
+    hot_seat: bool
+
+    def save(self) -> Path:
+        """Write it readable by its owner only (0600, in a 0700 directory)."""
+        path = saved_path(self.match_id)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        data = {
+            "target": self.target,
+            "match_id": self.match_id,
+            "tokens": {str(s): t for s, t in self.tokens.items()},
+            "humans": self.humans,
+            "hot_seat": self.hot_seat,
+        }
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump(data, file)
+        os.chmod(path, 0o600)  # an older file keeps its mode through O_CREAT
+        return path
+
+    @classmethod
+    def load(cls, match_id: str) -> Saved:
+        """Raises OSError (no such file) or ValueError (not a saved match)."""
+        data = json.loads(saved_path(match_id).read_text(encoding="utf-8"))
+        try:
+            return cls(
+                str(data["target"]),
+                str(data["match_id"]),
+                {int(s): str(t) for s, t in data["tokens"].items()},
+                [int(s) for s in data["humans"]],
+                bool(data["hot_seat"]),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{saved_path(match_id)} is not a saved match") from exc
 
 
 class QuitRequest(Exception):  # noqa: N818 - a request to leave, not an error
-    """The player asked to leave (q, or end of input)."""
+    """The player asked to leave (q, Ctrl-C or end of input)."""
 
 
+@dataclass
 class Terminal:
     """Prompts and answers on a text stream pair."""
 
-    def __init__(self, read: Callable[[str], str], out: TextIO) -> None:
-        self._read = read
-        self.out = out
+    read: Callable[[str], str]
+    out: TextIO
 
     def say(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
+    def clear(self) -> None:
+        self.out.write(CLEAR)
+        self.out.flush()
+
     def ask(self, prompt: str) -> str:
+        """An answer, trimmed (q and end of input raise ``QuitRequest``)."""
         try:
-            answer = self._read(prompt).strip().lower()
+            answer = self.read(prompt).strip()
         except EOFError:
+            self.say()
             raise QuitRequest from None
-        if answer in ("q", "quit", "exit"):
+        if answer.lower() in ("q", "quit", "exit"):
             raise QuitRequest
         return answer
 
     def choose(self, prompt: str, count: int, *, back: bool = False) -> int | None:
         """A number 1..count (None: go back)."""
         while True:
-            answer = self.ask(f"{prompt} [1-{count}{', b = back' if back else ''}, q = quit]: ")
-            if back and answer == "b":
+            answer = self.ask(f"{prompt} [1-{count}{', b = back' if back else ''}, h = help]: ")
+            if back and answer.lower() == "b":
                 return None
+            if answer.lower() in ("h", "help", "?"):
+                self.say(HELP)
+                continue
             if answer.isdigit() and 1 <= int(answer) <= count:
                 return int(answer)
-            self.say(f"Please type a number from 1 to {count}.")
+            self.say(f"Please type a number from 1 to {count} (h for help).")
 
 
-def table(view: game_pb2.MatchView, seat: int) -> str:
-    """What ``seat`` sees, as text."""
-    other = view.seats[1 - seat]
-    mine = view.seats[seat]
-    hand = "  ".join(f"{i}) {show([c])}" for i, c in enumerate(view.hand, start=1))
-    return "\n".join(
-        [
-            f"-- Hand {view.hand_number}, deal {view.deal_number} of 6 -- you are seat {seat}; "
-            f"dealer seat {view.dealer}; stock {view.stock_size}",
-            f"   Scores: you {mine.score}, opponent {other.score}; carry {view.carry}; "
-            f"first to {view.target}",
-            f"   Opponent: {plural(other.hand_size, 'card')} in hand, "
-            f"{other.captured_count} captured, {other.basras} basras",
-            f"   You: {mine.captured_count} captured, {mine.basras} basras",
-            f"   Floor: {show(view.floor)}",
-            f"   Your hand: {hand}",
-        ]
-    )
+@dataclass
+class Table:
+    """One terminal match: who plays which seat, and what has yet to be shown."""
 
+    term: Terminal
+    match: Match
+    render: Renderer
+    humans: Sequence[int]
+    hot_seat: bool
+    target: str
+    pending: list[str] = field(default_factory=list)
 
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    def report(self, events: Sequence[game_pb2.MatchEvent], viewer: int | None) -> None:
+        """Each event once: at once against the bot, on the next screen in hot-seat play."""
+        for event in events:
+            if event.HasField("card_played"):
+                played = event.card_played
+                who = "You play" if played.seat == viewer else f"Seat {played.seat} plays"
+                self.pending.append(">> " + self.render.played(played, who))
+            elif (line := self.render.event(event)) is not None:
+                self.pending.append(line)
+        if not self.hot_seat:
+            self.flush()
 
+    def flush(self) -> None:
+        for line in self.pending:
+            self.term.say(line)
+        self.pending.clear()
 
-def plan_text(plan: game_pb2.Plan) -> str:
-    flags = "".join(f", {f}!" for f in ("basra", "sweep") if getattr(plan, f))
-    return f"takes {show(plan.captures)}{flags}"
+    def hand_over(self, seat: int) -> None:
+        """Hot-seat: a clean screen for ``seat``, after the others look away."""
+        self.term.clear()
+        self.flush()
+        others = ", ".join(str(s) for s in self.humans if s != seat)
+        self.term.ask(
+            f"Pass the keyboard to seat {seat} (seat {others} looks away), then press Enter: "
+        )
+        self.term.clear()
 
+    def show(self, view: game_pb2.MatchView, options: Sequence[game_pb2.CardPlans]) -> None:
+        seat = view.seat
+        marks = {o.card.SerializeToString(): capture_mark(o) for o in options}
+        hand = "  ".join(
+            f"{i}) {self.render.card(c)} {marks.get(c.SerializeToString(), '')}".rstrip()
+            for i, c in enumerate(view.hand, start=1)
+        )
+        others = [s for s in view.seats if s.seat != seat]
+        mine = view.seats[seat]
+        scores = ", ".join(f"seat {s.seat} {s.score}" for s in others)
+        self.term.say(
+            "\n".join(
+                [
+                    f"-- Hand {view.hand_number}, deal {view.deal_number} -- you are seat {seat}; "
+                    f"dealer seat {view.dealer}; stock {view.stock_size}",
+                    f"   Scores: you {mine.score}, {scores}; carry {view.carry}; "
+                    f"first to {view.target}",
+                    *(
+                        f"   Seat {s.seat}: {plural(s.hand_size, 'card')} in hand, "
+                        f"{s.captured_count} captured, {s.basras} basras"
+                        for s in others
+                    ),
+                    f"   You: {mine.captured_count} captured, {mine.basras} basras",
+                    f"   Floor: {self.render.cards(view.floor)}",
+                    f"   Your hand: {hand}",
+                ]
+            )
+        )
 
-def human_turn(term: Terminal, client: MatchClient, seat: int) -> None:
-    """Let the person at ``seat`` choose a card and a plan, and play it."""
-    while True:
-        view = client.view(seat)
-        term.say(table(view, seat))
-        index = term.choose("Play which card?", len(view.hand))
-        assert index is not None
-        card = view.hand[index - 1]
-        (options,) = client.plans(seat, to_card(card))
-        plan_id = 0
-        if not options.plans:
-            term.say(f"{show([card])} captures nothing: it stays on the floor.")
-        elif len(options.plans) == 1:
-            term.say(f"{show([card])} {plan_text(options.plans[0])}.")
-        else:
-            for plan in options.plans:
-                term.say(f"   plan {plan.id}: {plan_text(plan)}")
-            chosen = term.choose(f"Which plan for {show([card])}?", len(options.plans), back=True)
-            if chosen is None:
+    def human_turn(self, seat: int) -> None:
+        """Let the person at ``seat`` choose a card and a plan, and play it."""
+        handle = self.match.seat(seat)
+        while True:
+            view = handle.view()
+            options = handle.plans()
+            self.show(view, options)
+            card = self.pick_card(view)
+            option = next(o for o in options if o.card == card)
+            plan_id = 0
+            if len(option.plans) > 1:
+                for plan in option.plans:
+                    self.term.say(f"   plan {plan.id}: {self.render.plan(plan)}")
+                name = self.render.card(card)
+                chosen = self.term.choose(f"Which plan for {name}?", len(option.plans), back=True)
+                if chosen is None:
+                    continue
+                plan_id = chosen
+            try:
+                response = handle.play(card, plan_id, expected_version=view.version)
+            except BasraError as error:
+                if isinstance(error, UnavailableError) and not error.reason:
+                    raise  # no server: the match cannot go on
+                self.term.say("!! " + explain(error, self.target))
                 continue
-            plan_id = chosen
-        try:
-            response = client.play(seat, card, plan_id, expected_version=view.version)
-        except grpc.RpcError as error:
-            term.say("!! " + explain(Rejection.of(error)))
-            continue
-        report(term, response.events, seat)
-        return
+            self.report(response.events, None if self.hot_seat else seat)
+            return
+
+    def pick_card(self, view: game_pb2.MatchView) -> game_pb2.Card:
+        """A card of the hand, by number or by name."""
+        count = len(view.hand)
+        while True:
+            answer = self.term.ask(f"Play which card? [1-{count} or a card name, h = help]: ")
+            if answer.lower() in ("h", "help", "?"):
+                self.term.say(HELP)
+                continue
+            if answer.isdigit() and 1 <= int(answer) <= count:
+                return view.hand[int(answer) - 1]
+            try:
+                named = Card.parse(answer)
+            except InvalidCardError:
+                self.term.say(
+                    f"Please type a number from 1 to {count} or a card name (h for help)."
+                )
+                continue
+            held = [c for c in view.hand if (c.rank - 1, c.suit - 1) == (named.rank, named.suit)]
+            if held:
+                return held[0]
+            self.term.say(f"You do not hold {self.render.card(named)}.")
 
 
-def report(term: Terminal, events: Sequence[game_pb2.MatchEvent], viewer: int) -> None:
-    for event in events:
-        if event.HasField("card_played"):
-            played = event.card_played
-            who = "You play" if played.seat == viewer else f"Seat {played.seat} plays"
-            action = "it stays on the floor" if played.trail else f"takes {show(played.captured)}"
-            flags = "".join(f"  {f.upper()}!" for f in ("basra", "sweep") if getattr(played, f))
-            term.say(f">> {who} {show([played.card])}: {action}{flags}")
-        elif (line := describe(event)) is not None:
-            term.say(line)
+def capture_mark(option: game_pb2.CardPlans) -> str:
+    if not option.plans:
+        return "(trails)"
+    return "(takes)" if len(option.plans) == 1 else f"(takes: {len(option.plans)} plans)"
 
 
 def run(
-    target: str,
+    target: str | None,
     out: TextIO,
-    read: Callable[[str], str] = input,
+    read: Callable[[str], str] = read_line,
     *,
     hot_seat: bool = False,
     seed: int | None = None,
     api_key: str | None = None,
+    symbols: bool = True,
+    resume: str | None = None,
+    retry: RetryPolicy = QUICK,
 ) -> int:
-    """Play one match in the terminal; returns the exit status."""
+    """Play one match in the terminal; returns the exit status (130 after Ctrl-C)."""
     term = Terminal(read, out)
-    rng = random.Random(seed)  # noqa: S311 - the bot's choices, not a secret
-    with grpc.insecure_channel(target) as channel:
+    if resume is not None:
         try:
-            grpc.channel_ready_future(channel).result(timeout=10)
-            client, created = MatchClient.create(channel, seed=seed, api_key=api_key)
-        except grpc.FutureTimeoutError:
-            term.say(f"No server answers at {target}: start one with `make run`.")
+            saved = Saved.load(resume)
+        except (OSError, ValueError) as exc:
+            term.say(f"Cannot resume match {resume}: {exc}")
             return 1
-        except grpc.RpcError as error:
-            term.say("!! " + explain(Rejection.of(error)))
+        target = target or saved.target
+    target = target or "localhost:50051"
+    with Client(target, api_key=api_key, retry=retry) as client:
+        try:
+            if resume is not None:
+                match = client.match(saved.match_id, saved.tokens)
+                hot_seat, humans = saved.hot_seat, saved.humans
+                view = match.view()
+                term.say(f"Resuming match {match.id}.")
+            else:
+                match = client.create_match(seed=seed)
+                view = match.view()
+                seats = range(len(view.seats))
+                humans = list(seats) if hot_seat else [0]
+                saved = Saved(target, match.id, match.tokens, humans, hot_seat)
+            path = saved.save()
+        except BasraError as error:
+            term.say("!! " + explain(error, target))
             return 1
-        humans = (0, 1) if hot_seat else (0,)
+        table = Table(term, match, Renderer(symbols), humans, hot_seat, target)
+        seats_text = ", ".join(str(s) for s in humans)
         term.say(
-            "Basra (ERAM rules). "
-            + ("Two players share this keyboard." if hot_seat else "You are seat 0 against a bot.")
+            "Basra. "
+            + (
+                f"Seats {seats_text} share this keyboard."
+                if hot_seat
+                else "You are seat 0 against the bot."
+            )
         )
-        report(term, created.events, 0)
+        if match.created is not None:
+            table.report(match.created.events, humans[0] if not hot_seat else None)
         try:
-            while True:
-                view = client.view(0)
-                if view.status == game_pb2.MATCH_STATUS_MATCH_OVER:
-                    break
-                if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
-                    term.ask("Press Enter to deal the next hand: ")
-                    report(term, client.deal(0).events, 0)
-                    continue
-                seat = view.turn
-                if seat in humans:
-                    if hot_seat:
-                        term.ask(
-                            f"Seat {seat}, your turn (the other player looks away). Press Enter: "
-                        )
-                    human_turn(term, client, seat)
-                else:
-                    options = client.plans(seat)
-                    card, plan_id = choose("greedy", options, rng)
-                    response = client.play(seat, card, plan_id, expected_version=view.version)
-                    report(term, response.events, 0)
-        except QuitRequest:
-            term.say(f"Left the match {client.match_id}.")
-            return 0
-        except grpc.RpcError as error:
-            term.say("!! " + explain(Rejection.of(error)))
+            play_match(table)
+        except (QuitRequest, KeyboardInterrupt) as stop:
+            if isinstance(stop, KeyboardInterrupt):
+                term.say()  # the prompt line was left open
+            table.flush()
+            term.say(
+                f"Left the match {match.id}. Resume it with: {resume_command(target, match.id)}"
+            )
+            term.say(f"(its seat tokens are kept in {path}, readable by you only)")
+            return 130 if isinstance(stop, KeyboardInterrupt) else 0
+        except BasraError as error:
+            table.flush()
+            term.say("!! " + explain(error, target))
+            term.say(f"Resume the match later with: {resume_command(target, match.id)}")
             return 1
-        scoreboard(client, out, ("player 1", "player 2") if hot_seat else ("you", "the bot"))
+        names = [
+            f"player {s + 1}" if hot_seat else "you" if s in humans else "the bot"
+            for s in range(len(view.seats))
+        ]
+        for line in Renderer(symbols).scoreboard(match.score(), names):
+            term.say(line)
+        path.unlink(missing_ok=True)
     return 0
+
+
+def play_match(table: Table) -> None:
+    """Play until the match is over (QuitRequest when the player leaves)."""
+    match, term = table.match, table.term
+    while True:
+        view = match.view()
+        if view.status == game_pb2.MATCH_STATUS_MATCH_OVER:
+            table.flush()
+            return
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            table.flush()
+            term.ask("Press Enter to deal the next hand: ")
+            deal = match.deal(expected_version=view.version)
+            table.report(deal.events, None if table.hot_seat else table.humans[0])
+            continue
+        seat = view.turn
+        if seat in table.humans:
+            if table.hot_seat:
+                table.hand_over(seat)
+            table.human_turn(seat)
+        else:
+            handle = match.seat(seat)
+            card, plan_id = greedy_choice(handle.plans())
+            response = handle.play(card, plan_id, expected_version=view.version)
+            table.report(response.events, table.humans[0])

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 
+from basra.engine.cards import POINTS, Card
 from basra.engine.game import legal_plans
+from basra.engine.plans import Plan
 from basra.engine.state import Play, State
 
 
@@ -21,15 +24,29 @@ def random_play(state: State, rng: random.Random) -> Play:
 def greedy_play(state: State) -> Play:
     """The play that takes the most: basra first, then points, then cards; else the lowest trail."""
     seat = state.turn
-    best: tuple[tuple[int, int, int, int], Play] | None = None
-    for card in state.hands[seat]:
-        for plan in legal_plans(state, card):
-            points = sum(c.points for c in plan.captures) + card.points
-            key = (plan.basra, points, len(plan.captures), -card)
+    card, plan_id = greedy_choice((card, legal_plans(state, card)) for card in state.hands[seat])
+    return Play(seat, card, plan_id) if plan_id else Play(seat, card, trail=True)
+
+
+def greedy_choice(
+    options: Iterable[tuple[Card, Sequence[Plan]]], points: Sequence[int] = POINTS
+) -> tuple[Card, int]:
+    """The greedy policy over (card, its plans) pairs: (card, plan id), plan id 0 to trail.
+
+    Basra first, then special points (the card's and the captured ones, from the point table
+    ``points`` indexed by card), then cards taken, then the lower card; when nothing captures,
+    the card worth least to the opponent trails. Clients of the service apply the same policy to
+    ListPlans answers (``basra.client.greedy_choice``).
+    """
+    options = list(options)
+    best: tuple[tuple[int, int, int, int], Card, int] | None = None
+    for card, plans in options:
+        for plan in plans:
+            taken = sum(points[c] for c in plan.captures) + points[card]
+            key = (plan.basra, taken, len(plan.captures), -card)
             if best is None or key > best[0]:
-                best = (key, Play(seat, card, plan.id))
+                best = (key, card, plan.id)
     if best is not None:
-        return best[1]
-    # Nothing captures: trail the card worth least to the opponent.
-    card = min(state.hands[seat], key=lambda c: (c.points, c.value, c))
-    return Play(seat, card, trail=True)
+        return best[1], best[2]
+    card = min((card for card, _ in options), key=lambda c: (points[c], c.value, c))
+    return card, 0

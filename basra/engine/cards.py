@@ -24,7 +24,8 @@ _SUIT_BY_TOKEN: Final = {
     "\u2661": 2,
     "\u2664": 3,
 }
-_RANK_BY_TOKEN: Final = {r: i for i, r in enumerate(RANKS)}
+# T is the one-letter ten of card notations (TD = 10D).
+_RANK_BY_TOKEN: Final = {**{r: i for i, r in enumerate(RANKS)}, "T": 9}
 
 DECK_SIZE: Final = 52
 JACK: Final = 10
@@ -74,7 +75,7 @@ class Card(int):
 
     @classmethod
     def parse(cls, token: str) -> Card:
-        """Parse ``10D``, ``10d``, ``10♦`` or ``q♠``.
+        """Parse ``10D``, ``TD``, ``10d``, ``10♦`` or ``q♠``.
 
         Raises:
             InvalidCardError: the token is not a card.

@@ -37,7 +37,7 @@ class InvalidCardError(InvalidInputError):
 
     def __init__(self, token: str) -> None:
         super().__init__(
-            f"invalid card {token!r}: expected a rank (A 2-10 J Q K) followed by a suit "
+            f"invalid card {token!r}: expected a rank (A 2-10 J Q K, T for 10) followed by a suit "
             "(C D H S or \u2663 \u2666 \u2665 \u2660), such as '10D'",
             token=token,
         )

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
+from math import comb, prod
 from typing import Final
 
 from basra.engine.cards import (
@@ -252,4 +253,19 @@ def _display(mask: int, rank: int) -> tuple[Card, ...]:
     )
 
 
-__all__ = ["MAX_PLANS", "Plan", "capture_plans"]
+def plan_count(floor: int | Iterable[Card], card: Card, profile: Profile = ERAM) -> int:
+    """How many plans ``card`` has on ``floor`` before the cap: ``capture_plans`` offers the
+    first ``MAX_PLANS`` of them, so a count above it says that some were left out."""
+    floor_mask = floor if isinstance(floor, int) else mask_of(floor)
+    rank = card % 13
+    if card == SEVEN_OF_DIAMONDS or not floor_mask or rank >= JACK:
+        return len(capture_plans(floor_mask, card, profile))  # one plan at most
+    value = rank + 1
+    counts = tuple((floor_mask & RANK_MASKS[u - 1]).bit_count() for u in range(1, value))
+    profiles = _group_profiles(value, counts)
+    if profiles == (tuple(0 for _ in counts),) and not floor_mask & RANK_MASKS[rank]:
+        return 0  # Nothing to take: the card trails.
+    return sum(prod(comb(n, k) for n, k in zip(counts, p, strict=True)) for p in profiles)
+
+
+__all__ = ["MAX_PLANS", "Plan", "capture_plans", "plan_count"]

@@ -25,7 +25,10 @@ TOKEN_BYTES: Final = 32
 HASH_BYTES: Final = 32
 _MATCH_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
-MIN_CREATE_REQUEST_ID: Final = 16
+# AIP-155: a creating request_id is a random UUID (version 4, RFC 9562 variant), canonical form.
+_RANDOM_UUID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE
+)
 
 
 def new_token() -> tuple[str, bytes]:
@@ -127,13 +130,22 @@ def check_request_id(request_id: str, *, creating: bool = False) -> str:
         return request_id
     if not _REQUEST_ID.fullmatch(request_id):
         raise invalid_argument("request_id", "must be 1 to 128 printable ASCII characters")
-    if creating and len(request_id) < MIN_CREATE_REQUEST_ID:
+    if creating and not _RANDOM_UUID.fullmatch(request_id):
         raise invalid_argument(
             "request_id",
-            f"must be at least {MIN_CREATE_REQUEST_ID} random characters to create a match "
-            "(a UUID): it guards the seat tokens",
+            "must be a random UUID (version 4, e.g. 3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c) to "
+            "create a match: it guards the seat tokens",
         )
     return request_id
+
+
+def caller_scope(api_key: str | None) -> str:
+    """What scopes a creating request_id: the API key when the server requires one (a digest:
+    the key itself is never stored), else nothing. The same request_id sent with another key
+    names another match, and cannot open this one's sealed tokens."""
+    if api_key is None:
+        return ""
+    return hashlib.sha256(b"basra/caller/" + api_key.encode()).hexdigest()[:32] + "/"
 
 
 def new_match_id() -> str:

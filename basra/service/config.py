@@ -1,7 +1,12 @@
 """Server settings: every one is a ``basra-engine serve`` flag and an environment variable.
 
-Flags win over the environment; the environment wins over the defaults. ``ENVIRONMENT`` below is
-the single list of variables the server reads (deploy/ wires each one; a test checks that).
+Each setting is declared once, below, with ``setting(default, environment variable, help)``:
+its flag (``flag_name``), its ``--help`` line and its entry in ``ENVIRONMENT`` (the single list
+of variables the server reads; deploy/ wires each one, a test checks that) all come from there.
+
+Flags win over the environment; the environment wins over the defaults. Configuration fails
+closed: a variable that is set but empty is an error (an empty ``BASRA_API_KEY`` must not mean
+"no key"), and the server needs a store chosen explicitly: a Redis URL, or ``--store embedded``.
 """
 
 from __future__ import annotations
@@ -9,231 +14,438 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, field, fields
 from typing import Any, Final
 
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """How one server process runs. Immutable; build it with ``from_args`` or directly in tests."""
-
-    listen: str = "[::]:50051"
-    """gRPC listen address (host:port; port 0 picks a free port)."""
-    redis_url: str | None = field(default=None, repr=False)
-    """redis://, rediss:// or redis+sentinel://host:port,.../master URL (password included);
-    None runs on the embedded store."""
-    redis_cluster: bool = False
-    """The URL points at a Redis Cluster node."""
-    redis_pool_size: int = 64
-    """Redis connections for calls, per server process: calls wait (within the store deadline)
-    for a free one. Open WatchMatch streams use a pool of their own, one connection each."""
-    match_ttl_s: int = 7 * 24 * 3600
-    """A match idle this long (no write) expires from the store."""
-    allow_seeds: bool = False
-    """Accept caller seeds on match creation (replays and tests; never in production)."""
-    api_key: str | None = field(default=None, repr=False)
-    """When set, match creation requires ``x-api-key: <key>`` metadata."""
-    log_level: str = "INFO"
-    metrics_port: int | None = 9090
-    """Prometheus metrics HTTP port (0 picks a free port; None disables)."""
-    drain_s: float = 20.0
-    """On SIGTERM: how long in-flight calls may finish before the server stops."""
-    store_timeout_s: float = 2.0
-    """Deadline of every store call; past it the call fails UNAVAILABLE."""
-    health_interval_s: float = 2.0
-    """How often the store is pinged for the health service."""
-    events_maxlen: int = 2000
-    """Versions whose events are kept per match (a two-seat hand makes 49: its deal and 48
-    plays, so 2000 keep about 40 hands); older ones are trimmed."""
-    max_message_bytes: int = 64 * 1024
-    """Largest request or response message accepted."""
-    max_concurrent_streams: int = 100
-    """Concurrent calls per client connection (HTTP/2 streams)."""
-    create_rate: float = 50.0
-    """Matches this server may create per second (token bucket refill), per replica."""
-    create_burst: int = 100
-    """Matches that may be created at once before the rate applies."""
-    watch_poll_s: float = 5.0
-    """Longest single blocking wait of WatchMatch on the store (it then checks the match)."""
-    http_listen: str | None = "[::]:8080"
-    """HTTP listen address (HTTP/1.1 and HTTP/2): Connect, gRPC-Web and gRPC, /healthz and the
-    web table (port 0 picks a free port; None disables)."""
-    cors_origins: tuple[str, ...] = ()
-    """Browser origins (scheme://host[:port], or * for any) allowed to call the HTTP port from
-    another origin; none by default (the web table served on the port itself needs none)."""
-    web_root: str | None = None
-    """Directory served at / on the HTTP port; None: the repository's web/dist when present."""
-
-    def __post_init__(self) -> None:
-        if self.redis_url is not None and not self.redis_url.startswith(
-            ("redis://", "rediss://", "unix://", "redis+sentinel://")
-        ):
-            raise ValueError(
-                "REDIS_URL must start with redis://, rediss://, unix:// or redis+sentinel://"
-            )
-        positive = (
-            "redis_pool_size",
-            "match_ttl_s",
-            "drain_s",
-            "store_timeout_s",
-            "health_interval_s",
-            "events_maxlen",
-            "max_message_bytes",
-            "max_concurrent_streams",
-            "create_rate",
-            "create_burst",
-            "watch_poll_s",
-        )
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
-        for origin in self.cors_origins:
-            if origin != "*" and not _ORIGIN.fullmatch(origin):
-                raise ValueError(f"CORS origin {origin!r} must be scheme://host[:port] or *")
-        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-            raise ValueError("log level must be DEBUG, INFO, WARNING or ERROR")
-
-
-# Setting name -> environment variable. REDIS_URL is the conventional name; the rest are ours.
-ENVIRONMENT: Final[Mapping[str, str]] = {
-    "listen": "BASRA_LISTEN",
-    "redis_url": "REDIS_URL",
-    "redis_cluster": "BASRA_REDIS_CLUSTER",
-    "redis_pool_size": "BASRA_REDIS_POOL_SIZE",
-    "match_ttl_s": "BASRA_MATCH_TTL_SECONDS",
-    "allow_seeds": "BASRA_ALLOW_SEEDS",
-    "api_key": "BASRA_API_KEY",
-    "log_level": "BASRA_LOG_LEVEL",
-    "metrics_port": "BASRA_METRICS_PORT",
-    "drain_s": "BASRA_DRAIN_SECONDS",
-    "store_timeout_s": "BASRA_STORE_TIMEOUT_SECONDS",
-    "health_interval_s": "BASRA_HEALTH_INTERVAL_SECONDS",
-    "events_maxlen": "BASRA_EVENTS_MAXLEN",
-    "max_message_bytes": "BASRA_MAX_MESSAGE_BYTES",
-    "max_concurrent_streams": "BASRA_MAX_CONCURRENT_STREAMS",
-    "create_rate": "BASRA_CREATE_RATE",
-    "create_burst": "BASRA_CREATE_BURST",
-    "watch_poll_s": "BASRA_WATCH_POLL_SECONDS",
-    "http_listen": "BASRA_HTTP_LISTEN",
-    "cors_origins": "BASRA_CORS_ORIGINS",
-    "web_root": "BASRA_WEB_ROOT",
-}
-
-_HELP: Final = {
-    "listen": "gRPC listen address",
-    "redis_url": "Redis URL (redis:// or rediss://, password included); unset: embedded store",
-    "redis_cluster": "the Redis URL is a Redis Cluster node",
-    "redis_pool_size": "Redis connections for calls per process (WatchMatch streams: one each)",
-    "match_ttl_s": "seconds an idle match is kept",
-    "allow_seeds": "accept caller seeds when creating matches (tests and replays only)",
-    "api_key": "API key required to create matches (x-api-key metadata)",
-    "log_level": "DEBUG, INFO, WARNING or ERROR",
-    "metrics_port": "Prometheus metrics HTTP port; 'off' disables",
-    "drain_s": "seconds in-flight calls may finish after SIGTERM",
-    "store_timeout_s": "deadline of each store call, seconds",
-    "health_interval_s": "seconds between store health checks",
-    "events_maxlen": "versions of events kept per match (49 per hand)",
-    "max_message_bytes": "largest message accepted, bytes",
-    "max_concurrent_streams": "concurrent calls per connection",
-    "create_rate": "matches created per second per replica",
-    "create_burst": "matches that may be created at once",
-    "watch_poll_s": "longest single store wait of WatchMatch, seconds",
-    "http_listen": "HTTP listen address (Connect, gRPC-Web, /healthz, web table); 'off' disables",
-    "cors_origins": "comma-separated browser origins allowed cross-origin (https://host[:port])",
-    "web_root": "directory served at / on the HTTP port (default: web/dist of the repository)",
-}
-# Other spellings of a flag: one origin reads naturally as --cors-origin.
-_ALIASES: Final = {"cors_origins": ("--cors-origin",)}
+# Accepted Redis URL schemes; the --redis-url help and the check below both use this.
+REDIS_SCHEMES: Final = (
+    "redis://",
+    "rediss://",
+    "redis+sentinel://",
+    "rediss+sentinel://",
+    "unix://",
+)
+STORES: Final = ("embedded", "redis")
 # An origin as browsers send it: scheme, host, optional port; no path, no trailing slash.
 _ORIGIN: Final = re.compile(
     r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
 )
+_REFUSED: Final = object()
+"""A setting's meaning of an empty value when it has none: the value is refused (fail closed)."""
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def setting(
+    default: Any,
+    env: str,
+    help: str,
+    *,
+    secret: bool = False,
+    parse: Callable[[str], object] | None = None,
+    empty: object = _REFUSED,
+    aliases: tuple[str, ...] = (),
+) -> Any:
+    """Declare a setting: its default, environment variable and help (the flag is derived).
+
+    ``empty`` is what an empty value means for the few settings where "none" is a value (no
+    CORS origins); for every other setting an empty value is refused. ``aliases`` are other
+    spellings of the flag.
+    """
+    return field(
+        default=default,
+        repr=not secret,
+        metadata={
+            "env": env,
+            "help": help,
+            "parse": parse,
+            "secret": secret,
+            "empty": empty,
+            "aliases": aliases,
+        },
+    )
+
+
+def _port_or_off(text: str) -> int | None:
+    if text.lower() == "off":
+        return None
+    if not text.isdigit() or not 0 <= (port := int(text)) <= 65535:
+        raise ValueError(f"must be a port 0-65535 or 'off', not {text!r}")
+    return port
+
+
+def _store(text: str) -> str:
+    if text.lower() not in STORES:
+        raise ValueError(f"must be {' or '.join(STORES)}, not {text!r}")
+    return text.lower()
+
+
+def _log_level(text: str) -> str:
+    if text.upper() not in LOG_LEVELS:
+        raise ValueError(f"must be {', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, not {text!r}")
+    return text.upper()
+
+
+def _redis_url(text: str) -> str:
+    if not text.startswith(REDIS_SCHEMES):
+        raise ValueError(
+            f"must start with {', '.join(REDIS_SCHEMES)} (not shown: it may hold a password)"
+        )
+    return text
+
+
+def _listen_or_off(text: str) -> str | None:
+    return None if text.lower() == "off" else text
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    origins = tuple(origin.strip() for origin in text.split(",") if origin.strip())
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ValueError(f"holds CORS origin {origin!r}: must be scheme://host[:port] or *")
+    return origins
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"must be a whole number, not {text!r}") from None
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, not {text!r}") from None
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be true or false, not {text!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How one server process runs. Immutable; build it with ``from_args`` or directly in tests
+    (built in code, no ``redis_url`` means the embedded store)."""
+
+    listen: str = setting(
+        "[::]:50051", "BASRA_LISTEN", "gRPC listen address HOST:PORT (port 0 picks a free port)"
+    )
+    store: str | None = setting(
+        None,
+        "BASRA_STORE",
+        "where matches live: 'redis' (needs --redis-url) or 'embedded' (this process only, "
+        "lost on exit: development); unset: redis when a Redis URL is given, else an error",
+        parse=_store,
+    )
+    redis_url: str | None = setting(
+        None,
+        "REDIS_URL",
+        "Redis URL, password included: redis://, rediss:// (TLS), redis+sentinel://, "
+        "rediss+sentinel:// (TLS to the sentinels and the master) or unix://",
+        secret=True,
+        parse=_redis_url,
+    )
+    redis_cluster: bool = setting(
+        False, "BASRA_REDIS_CLUSTER", "the Redis URL points at a Redis Cluster node"
+    )
+    redis_pool_size: int = setting(
+        64,
+        "BASRA_REDIS_POOL_SIZE",
+        "Redis connections for calls per process; calls beyond it wait within the store deadline",
+    )
+    match_ttl_s: int = setting(
+        7 * 24 * 3600, "BASRA_MATCH_TTL_SECONDS", "seconds an idle match (no write) is kept"
+    )
+    finished_ttl_s: int = setting(
+        3600,
+        "BASRA_FINISHED_TTL_SECONDS",
+        "seconds a finished match (MatchEnded) is kept for reading its result and replaying its "
+        "events, instead of the idle time",
+    )
+    allow_seeds: bool = setting(
+        False,
+        "BASRA_ALLOW_SEEDS",
+        "accept caller seeds when creating matches (tests and replays; never in production)",
+    )
+    api_key: str | None = setting(
+        None,
+        "BASRA_API_KEY",
+        "API key required to create matches (x-api-key metadata); unset: none required",
+        secret=True,
+    )
+    log_level: str = setting(
+        "INFO", "BASRA_LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR", parse=_log_level
+    )
+    metrics_host: str | None = setting(
+        None,
+        "BASRA_METRICS_HOST",
+        "address the metrics HTTP server binds; unset: the host of --listen",
+    )
+    metrics_port: int | None = setting(
+        9090,
+        "BASRA_METRICS_PORT",
+        "Prometheus metrics HTTP port (0 picks a free port; 'off' disables)",
+        parse=_port_or_off,
+    )
+    drain_s: float = setting(
+        20.0,
+        "BASRA_DRAIN_SECONDS",
+        "on SIGTERM or SIGINT, seconds in-flight calls may finish (0: stop at once, development)",
+    )
+    store_timeout_s: float = setting(
+        2.0,
+        "BASRA_STORE_TIMEOUT_SECONDS",
+        "deadline of each store call, seconds; past it the call fails UNAVAILABLE",
+    )
+    health_interval_s: float = setting(
+        2.0, "BASRA_HEALTH_INTERVAL_SECONDS", "seconds between store health checks"
+    )
+    events_maxlen: int = setting(
+        2000,
+        "BASRA_EVENTS_MAXLEN",
+        "versions whose events are kept per match (a two-seat hand makes 49); older are trimmed",
+    )
+    max_message_bytes: int = setting(
+        64 * 1024, "BASRA_MAX_MESSAGE_BYTES", "largest request or response message, bytes"
+    )
+    max_concurrent_streams: int = setting(
+        100,
+        "BASRA_MAX_CONCURRENT_STREAMS",
+        "concurrent calls per client connection (HTTP/2 streams)",
+    )
+    max_concurrent_rpcs: int = setting(
+        12000,
+        "BASRA_MAX_CONCURRENT_RPCS",
+        "concurrent calls per process, open WatchMatch streams included; beyond it calls fail "
+        "RESOURCE_EXHAUSTED at once",
+    )
+    request_timeout_s: float = setting(
+        10.0,
+        "BASRA_REQUEST_TIMEOUT_SECONDS",
+        "seconds a call's request message may take to arrive after its headers",
+    )
+    create_rate: float = setting(
+        50.0,
+        "BASRA_CREATE_RATE",
+        "matches created per second per replica, all callers together (token bucket refill)",
+    )
+    create_burst: int = setting(
+        100, "BASRA_CREATE_BURST", "matches that may be created at once per replica"
+    )
+    caller_create_rate: float = setting(
+        10.0,
+        "BASRA_CALLER_CREATE_RATE",
+        "matches created per second by one caller (its API key, else its address), per replica",
+    )
+    caller_create_burst: int = setting(
+        50, "BASRA_CALLER_CREATE_BURST", "matches one caller may create at once, per replica"
+    )
+    rate_limit_callers: int = setting(
+        10000,
+        "BASRA_RATE_LIMIT_CALLERS",
+        "callers whose creation rate is tracked at once per replica (least recent forgotten)",
+    )
+    watch_poll_s: float = setting(
+        5.0,
+        "BASRA_WATCH_POLL_SECONDS",
+        "longest single store wait of WatchMatch, seconds",
+    )
+    http_listen: str | None = setting(
+        "[::]:8080",
+        "BASRA_HTTP_LISTEN",
+        "HTTP listen address (HTTP/1.1 and HTTP/2): Connect, gRPC-Web and gRPC, /healthz and "
+        "the web table (port 0 picks a free port; 'off' disables)",
+        parse=_listen_or_off,
+    )
+    cors_origins: tuple[str, ...] = setting(
+        (),
+        "BASRA_CORS_ORIGINS",
+        "comma-separated browser origins (scheme://host[:port], or * for any) allowed to call "
+        "the HTTP port from another origin; empty: none (the web table served on the port "
+        "itself needs none)",
+        parse=_origins,
+        empty=(),
+        aliases=("--cors-origin",),
+    )
+    web_root: str | None = setting(
+        None,
+        "BASRA_WEB_ROOT",
+        "directory served at / on the HTTP port; unset or empty: the repository's web/dist "
+        "when present",
+        empty=None,
+    )
+
+    def __post_init__(self) -> None:
+        if self.redis_url is not None:
+            try:
+                _redis_url(self.redis_url)
+            except ValueError as exc:
+                raise SettingError("redis_url", str(exc)) from None
+        if self.store == "redis" and self.redis_url is None:
+            raise SettingError("store", "redis needs a Redis URL (--redis-url or $REDIS_URL)")
+        if self.store == "embedded" and self.redis_url is not None:
+            raise SettingError("store", "embedded conflicts with the Redis URL also given")
+        try:
+            _origins(",".join(self.cors_origins))
+        except ValueError as exc:
+            raise SettingError("cors_origins", str(exc)) from None
+        for name, check in (("store", _store), ("log_level", _log_level)):
+            try:
+                if getattr(self, name) is not None:
+                    check(getattr(self, name))
+            except ValueError as exc:
+                raise SettingError(name, str(exc)) from None
+        if self.api_key is not None and not self.api_key.strip():
+            raise SettingError("api_key", "is empty: give a key, or leave it unset for none")
+        if self.drain_s < 0:
+            raise SettingError("drain_s", "must be 0 or more")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and f.name not in ("drain_s", "metrics_port")
+                and value <= 0
+            ):
+                raise SettingError(f.name, "must be positive")
+
+
+class SettingError(ValueError):
+    """A setting's value is out of range; the message names the setting as the user gave it."""
+
+    def __init__(self, setting_name: str, problem: str) -> None:
+        super().__init__(f"{flag_name(setting_name)} {problem}")
+        self.setting = setting_name
+        self.problem = problem
+
+
+def _fields() -> tuple[Field[Any], ...]:
+    return fields(Settings)
+
+
+ENVIRONMENT: Final[Mapping[str, str]] = {f.name: f.metadata["env"] for f in _fields()}
+"""Setting name -> environment variable. REDIS_URL is the conventional name; the rest are ours."""
+
+
+def flag_name(setting_name: str) -> str:
+    """The command-line flag of a setting: ``match_ttl_s`` -> ``--match-ttl-seconds``."""
+    if setting_name.endswith("_s"):
+        setting_name = setting_name[:-2] + "_seconds"
+    return "--" + setting_name.replace("_", "-")
+
+
+def shown(value: object) -> str:
+    """A default as --help and the operator guide write it."""
+    if value is None:
+        return "unset"
+    if value == ():
+        return "empty"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _parser_of(f: Field[Any]) -> Callable[[str], object]:
+    parse: Callable[[str], object] | None = f.metadata["parse"]
+    if parse is not None:
+        return parse
+    if isinstance(f.default, bool):
+        return _bool
+    if isinstance(f.default, float):
+        return _number
+    if isinstance(f.default, int):
+        return _whole
+    return str
+
+
+def _parse(f: Field[Any], raw: str) -> object:
+    """A flag's or variable's text as the setting's value; an empty value is refused unless
+    the setting gives it a meaning."""
+    text = raw.strip()
+    if not text:
+        if f.metadata["empty"] is not _REFUSED:
+            return f.metadata["empty"]
+        raise ValueError("is set but empty: give a value, or unset it for the default")
+    return _parser_of(f)(text)
+
+
+_NOT_GIVEN: Final = object()
+"""The argparse default of every flag: ``from_args`` tells a flag given (even one whose value
+is None, like ``--metrics-port off``) from one left to the environment."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one flag per setting; defaults come from the environment, then Settings."""
-    for f in fields(Settings):
-        flag = flag_name(f.name)
-        kind = _kind(f.name)
-        if kind is bool:
+    """Add one flag per setting; --help shows the real default and the variable."""
+    for f in _fields():
+        hint = f"{f.metadata['help']} (default: {shown(f.default)}; ${f.metadata['env']})"
+        if isinstance(f.default, bool):
             parser.add_argument(
-                flag,
+                flag_name(f.name),
                 dest=f.name,
                 action=argparse.BooleanOptionalAction,
-                default=None,
-                help=f"{_HELP[f.name]} (${ENVIRONMENT[f.name]})",
+                default=_NOT_GIVEN,
+                help=hint,
             )
-        else:
-            parser.add_argument(
-                flag,
-                *_ALIASES.get(f.name, ()),
-                dest=f.name,
-                default=None,
-                help=f"{_HELP[f.name]} (${ENVIRONMENT[f.name]})",
-            )
+            continue
+
+        def convert(text: str, f: Field[Any] = f) -> object:
+            try:
+                return _parse(f, text)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        metavar = f.name.upper().removesuffix("_S")
+        if f.name.endswith("_s"):
+            metavar += "_SECONDS"
+        parser.add_argument(
+            flag_name(f.name),
+            *f.metadata["aliases"],
+            dest=f.name,
+            default=_NOT_GIVEN,
+            type=convert,
+            metavar=metavar if f.metadata["parse"] is not _store else "{embedded,redis}",
+            help=hint,
+        )
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
     """Settings from parsed flags, then the environment, then the defaults.
 
     Raises:
-        ValueError: a value does not parse or is out of range (the message names it).
+        ValueError: a value does not parse, is empty or out of range, or no store was chosen;
+            the message names the flag or variable the value came from.
     """
     values: dict[str, Any] = {}
-    for f in fields(Settings):
-        raw = getattr(args, f.name, None)
-        source = flag_name(f.name)
-        if raw is None and ENVIRONMENT[f.name] in environ:
-            raw, source = environ[ENVIRONMENT[f.name]], f"${ENVIRONMENT[f.name]}"
-        if raw is None:
-            continue
-        try:
-            values[f.name] = _parse(f.name, raw)
-        except ValueError as exc:
-            raise ValueError(f"{source}: {exc}") from None
-    return Settings(**values)
-
-
-def flag_name(setting: str) -> str:
-    """The command-line flag of a setting: ``match_ttl_s`` -> ``--match-ttl-seconds``."""
-    if setting.endswith("_s"):
-        setting = setting[:-2] + "_seconds"
-    return "--" + setting.replace("_", "-")
-
-
-def _kind(name: str) -> type:
-    default = Settings.__dataclass_fields__[name].default
-    if isinstance(default, bool):
-        return bool
-    if isinstance(default, float):
-        return float
-    if isinstance(default, int):
-        return int
-    return str
-
-
-def _parse(name: str, raw: object) -> object:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip()
-    kind = _kind(name)
-    if kind is bool:
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off", ""):
-            return False
-        raise ValueError(f"expected true or false, not {text!r}")
-    if name == "metrics_port" and text.lower() in ("off", "none", ""):
-        return None
-    if name in ("redis_url", "api_key", "web_root") and not text:
-        return None
-    if name == "http_listen" and text.lower() in ("off", "none", ""):
-        return None
-    if name == "cors_origins":
-        return tuple(origin.strip() for origin in text.split(",") if origin.strip())
-    if kind is int:
-        return int(text)
-    if kind is float:
-        return float(text)
-    return text
+    sources: dict[str, str] = {}
+    for f in _fields():
+        value = getattr(args, f.name, _NOT_GIVEN)
+        sources[f.name] = flag_name(f.name)
+        given = value is not _NOT_GIVEN
+        if not given and f.metadata["env"] in environ:
+            given = True
+            variable = f.metadata["env"]
+            sources[f.name] = f"${variable}"
+            try:
+                value = _parse(f, environ[variable])
+            except ValueError as exc:
+                raise ValueError(f"${variable} {exc}") from None
+        if given:
+            values[f.name] = value
+    try:
+        settings = Settings(**values)
+    except SettingError as exc:
+        raise ValueError(f"{sources[exc.setting]} {exc.problem}") from None
+    if settings.store is None and settings.redis_url is None:
+        raise ValueError(
+            "no store chosen: give --redis-url (or $REDIS_URL) for Redis, or pass "
+            "--store embedded (or BASRA_STORE=embedded) for a store in this process only"
+        )
+    return settings

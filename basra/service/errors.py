@@ -128,6 +128,15 @@ def store_unavailable() -> ServiceError:
     )
 
 
+def store_full() -> ServiceError:
+    """The store refuses writes for want of memory: retry later with the same request_id."""
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "STORE_FULL",
+        "the match store is full; retry later with the same request_id",
+    )
+
+
 def internal() -> ServiceError:
     """An unexpected fault; the message never reveals internals."""
     return ServiceError(

@@ -2,7 +2,7 @@
 
 The service never puts a seat token or an API key in a log record; the redaction here is the
 second line of defence: anything shaped like a seat token, or an authorization or api-key value,
-is masked in every message and field.
+is masked in every message and field. Every field is cut to ``FIELD_LIMIT`` characters (``clip``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,19 @@ from typing import Any, Final
 _SECRET: Final = re.compile(
     r"(?i)(bearer\s+)\S+|(x-api-key[\"']?\s*[:=,]\s*[\"']?)[^\s\"',}]+|\b[A-Za-z0-9_-]{43}\b"
 )
+FIELD_LIMIT: Final = 100
+"""Longest logged field value, characters (a match id is at most 64)."""
 _STANDARD: Final = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
+
+
+def clip(value: object, limit: int = FIELD_LIMIT) -> object:
+    """A logged field as sent, cut to ``limit`` characters: a field can hold whatever a client
+    sent (a 64 KB match_id made a 64 KB log line per call). Numbers pass unchanged."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}...[{len(value) - limit} more characters]"
+    return value
 
 
 def redact(text: str) -> str:
@@ -43,7 +55,7 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
-                entry[key] = value
+                entry[key] = clip(value)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return redact(json.dumps(entry, default=str, ensure_ascii=False))

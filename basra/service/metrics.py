@@ -5,6 +5,7 @@ The full list, for operators, is in deploy/README.md ("Metrics").
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from collections.abc import Awaitable
@@ -14,7 +15,14 @@ from typing import Any, Final, TypeVar
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from basra.service.errors import ServiceError
-from basra.service.store.base import Commit, EventPage, MatchRecord, NewMatch, Store
+from basra.service.store.base import (
+    Commit,
+    EventPage,
+    MatchRecord,
+    NewMatch,
+    Store,
+    StoreFullError,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("basra.rpc")
@@ -38,6 +46,9 @@ class Metrics:
     store_errors: Counter
     store_up: Gauge
     watch_streams: Gauge
+    request_timeouts: Counter
+    store_full: Gauge
+    store_full_writes: Counter
     # Labelled children by label values, resolved once: every call goes through observe_call.
     _calls: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False, compare=False)
     _latency: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -127,12 +138,39 @@ class Metrics:
             watch_streams=Gauge(
                 "basra_watch_streams", "Open WatchMatch streams", registry=registry
             ),
+            store_full=Gauge(
+                "basra_store_full",
+                "1 when the last store health check found it refusing writes (out of memory)",
+                registry=registry,
+            ),
+            store_full_writes=Counter(
+                "basra_store_full_writes",
+                "Store calls refused because the store is out of memory, by operation",
+                ["operation"],
+                registry=registry,
+            ),
+            request_timeouts=Counter(
+                "basra_request_timeouts",
+                "Calls ended because their request message did not arrive in time",
+                registry=registry,
+            ),
         )
 
-    def serve_http(self, port: int) -> int:
-        """Expose the metrics on ``port`` (0: a free port); returns the port."""
-        server, _ = start_http_server(port, registry=self.registry)
-        return int(server.server_port)
+    def serve_http(self, port: int, host: str = "::") -> Any:
+        """Expose the metrics on ``host`` and ``port`` (0: a free port); returns the HTTP server
+        (``server_port``, ``shutdown()``). ``::`` is every address, IPv4 included; on a host
+        without IPv6 it falls back to 0.0.0.0, as gRPC does.
+
+        Raises:
+            OSError: the address cannot be bound (in use, or not this host's).
+        """
+        try:
+            server, _ = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            if host != "::" or exc.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+                raise
+            server, _ = start_http_server(port, addr="0.0.0.0", registry=self.registry)  # noqa: S104
+        return server
 
 
 class InstrumentedStore:
@@ -144,11 +182,15 @@ class InstrumentedStore:
         # Labelled children resolved once: every call of every play goes through here.
         self._latency = {op: metrics.store_latency.labels(op) for op in operations}
         self._errors = {op: metrics.store_errors.labels(op) for op in operations}
+        self._full = {op: metrics.store_full_writes.labels(op) for op in operations}
 
     async def _timed(self, operation: str, call: Awaitable[T]) -> T:
         start = time.perf_counter()
         try:
             return await call
+        except StoreFullError:
+            self._full[operation].inc()
+            raise
         except Exception:
             self._errors[operation].inc()
             raise

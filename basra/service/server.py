@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -20,12 +22,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from basra.service import logs
-from basra.service.config import Settings
+from basra.service.config import Settings, flag_name
 from basra.service.grpc_transport import register
 from basra.service.http import HttpServer, Readiness, build_app, start_http
+from basra.service.limits import RequestDeadline
 from basra.service.metrics import InstrumentedStore, Metrics
 from basra.service.servicer import Servicer
-from basra.service.store import Store, StoreUnavailableError
+from basra.service.store import Store, StoreFullError, StoreUnavailableError
 from basra.service.store.memory import MemoryStore
 from basra.service.store.redis import RedisStore
 from basra.v1 import basra_service_pb2
@@ -37,10 +40,49 @@ LIVENESS: Final = "liveness"
 (a store outage must not restart every replica). Readiness uses SERVICE_NAME (or "")."""
 
 
+class StartupError(Exception):
+    """The server cannot start as configured; the message is one line naming the setting."""
+
+
+def metrics_host(settings: Settings) -> str:
+    """The address the metrics server binds: ``metrics_host``, else the host of ``listen``
+    (so a server listening on localhost does not publish its metrics to the network)."""
+    if settings.metrics_host is not None:
+        return settings.metrics_host.strip("[]")
+    host = settings.listen.rpartition(":")[0].strip("[]")
+    return host or "::"
+
+
+def _check_free(listen: str) -> None:
+    """Raise OSError when ``listen``'s port is taken, before gRPC tries it (and logs a line of
+    its own that would bury the one clear error)."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "::"
+    if not port.isdigit() or int(port) == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise OSError(str(exc)) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise
+            # Another family or address gRPC may still manage (no IPv6 here): let it try.
+
+
 def open_store(settings: Settings) -> Store:
     """The Redis store when a URL is configured, else the embedded one."""
     if settings.redis_url is None:
-        return MemoryStore(settings.match_ttl_s, settings.events_maxlen)
+        return MemoryStore(
+            settings.match_ttl_s, settings.events_maxlen, finished_ttl_s=settings.finished_ttl_s
+        )
     return RedisStore(
         settings.redis_url,
         cluster=settings.redis_cluster,
@@ -48,6 +90,7 @@ def open_store(settings: Settings) -> Store:
         ttl_s=settings.match_ttl_s,
         events_maxlen=settings.events_maxlen,
         timeout_s=settings.store_timeout_s,
+        finished_ttl_s=settings.finished_ttl_s,
     )
 
 
@@ -65,6 +108,7 @@ class BasraServer:
     """The HTTP port (Connect, gRPC-Web, gRPC, /healthz, web table), unless disabled."""
     readiness: Readiness = field(default_factory=Readiness)
     _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
+    _metrics_http: Any = field(default=None, repr=False)
 
     async def stop(self, drain_s: float | None) -> None:
         """Drain and stop within ``drain_s`` seconds, then close the store.
@@ -87,12 +131,21 @@ class BasraServer:
             stopping.append(self.http.stop(grace))
         await asyncio.gather(*stopping)
         await self.store.close()
+        if self._metrics_http is not None:
+            await asyncio.to_thread(self._metrics_http.shutdown)
+            self._metrics_http.server_close()
 
     async def watch_store(self, interval_s: float) -> None:
-        """Keep the health status in step with the store: NOT_SERVING while it is unreachable.
-        If the HTTP server has stopped by itself, the process is not live any more: liveness
-        turns NOT_SERVING too, so that the kubelet restarts it."""
-        serving: bool | None = None
+        """Keep the health status in step with the store: NOT_SERVING while it is unreachable
+        or refuses writes (out of memory: every Play and creation would fail STORE_FULL). If the
+        HTTP server has stopped by itself, the process is not live any more: liveness turns
+        NOT_SERVING too, so that the kubelet restarts it."""
+        seen: str | None = None
+        messages = {
+            "ok": "store reachable",
+            "full": "store full (out of memory, refusing writes): NOT_SERVING",
+            "down": "store unreachable: NOT_SERVING",
+        }
         while True:
             if self.http is not None and self.http.failed:
                 log.error("the HTTP server stopped: liveness NOT_SERVING")
@@ -103,29 +156,34 @@ class BasraServer:
                 return
             try:
                 await self.store.ping()
-                ok = True
+                state = "ok"
+            except StoreFullError:
+                state = "full"
             except StoreUnavailableError:
-                ok = False
-            if ok != serving:
+                state = "down"
+            if state != seen:
                 status = (
                     health_pb2.HealthCheckResponse.SERVING
-                    if ok
+                    if state == "ok"
                     else health_pb2.HealthCheckResponse.NOT_SERVING
                 )
                 for name in ("", SERVICE_NAME):
                     await self.health.set(name, status)
-                self.readiness.serving = ok
-                self.metrics.store_up.set(1 if ok else 0)
-                log.log(
-                    logging.INFO if ok else logging.ERROR,
-                    "store reachable" if ok else "store unreachable: NOT_SERVING",
-                )
-                serving = ok
+                self.readiness.serving = state == "ok"
+                self.metrics.store_up.set(0 if state == "down" else 1)
+                self.metrics.store_full.set(1 if state == "full" else 0)
+                log.log(logging.INFO if state == "ok" else logging.ERROR, messages[state])
+                seen = state
             await asyncio.sleep(interval_s)
 
 
 async def create_server(settings: Settings, store: Store | None = None) -> tuple[BasraServer, int]:
-    """Build and start a server on ``settings.listen``; returns it and the bound port."""
+    """Build and start a server on ``settings.listen``; returns it and the bound port.
+
+    Raises:
+        StartupError: the gRPC, metrics or HTTP port cannot be bound (the message names the
+            flag).
+    """
     metrics = Metrics.create()
     instrumented = InstrumentedStore(store or open_store(settings), metrics)
     options = [
@@ -141,7 +199,16 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ]
-    server = grpc.aio.server(options=options)
+    server = grpc.aio.server(
+        options=options,
+        # Half-open requests (headers and part of a message, then nothing) each hold a call:
+        # bounded in number per process here and per connection by max_concurrent_streams,
+        # and in time by the request deadline (basra/service/limits.py).
+        interceptors=[
+            RequestDeadline(settings.request_timeout_s, metrics.request_timeouts.inc),
+        ],
+        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+    )
     core = Servicer(settings, instrumented, metrics)
     register(server, core)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -155,19 +222,49 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         server,
     )
     await health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
-    port = server.add_insecure_port(settings.listen)
+    # Not ready until the first store check passes (a Check before it answered NOT_FOUND).
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    try:
+        _check_free(settings.listen)
+        port = server.add_insecure_port(settings.listen)
+    except (OSError, RuntimeError):
+        port = 0  # grpc raises where it used to return 0
     if port == 0:
-        raise OSError(f"cannot listen on {settings.listen}")
+        await instrumented.close()
+        raise StartupError(
+            f"cannot listen on {settings.listen} ({flag_name('listen')}): the port is in use "
+            "or the address is not this host's"
+        )
+    metrics_http = None
+    if settings.metrics_port is not None:
+        host = metrics_host(settings)
+        try:
+            metrics_http = metrics.serve_http(settings.metrics_port, host)
+        except OSError as exc:
+            await server.stop(None)
+            await instrumented.close()
+            raise StartupError(
+                f"cannot serve metrics on {host or '*'} port {settings.metrics_port} "
+                f"({flag_name('metrics_port')}, {flag_name('metrics_host')}): {exc.strerror or exc}"
+            ) from None
     await server.start()
     running = BasraServer(server, port, instrumented, metrics, health_servicer)
+    if metrics_http is not None:
+        running.metrics_port = int(metrics_http.server_port)
+        running._metrics_http = metrics_http
     if settings.http_listen is not None:
         try:
             running.http = await start_http(build_app(core, settings, running.readiness), settings)
-        except BaseException:
-            await server.stop(None)
+        except BaseException as exc:
+            await running.stop(0)
+            if isinstance(exc, OSError):
+                cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+                raise StartupError(
+                    f"cannot listen on {settings.http_listen} ({flag_name('http_listen')}): "
+                    f"{cause.strerror or cause}"
+                ) from None
             raise
-    if settings.metrics_port is not None:
-        running.metrics_port = metrics.serve_http(settings.metrics_port)
     running._watchdog = asyncio.create_task(running.watch_store(settings.health_interval_s))
     return running, port
 

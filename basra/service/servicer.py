@@ -56,16 +56,18 @@ from basra.service.errors import (
     from_engine,
     internal,
     invalid_argument,
+    store_full,
     store_unavailable,
 )
 from basra.service.metrics import Metrics
-from basra.service.ratelimit import TokenBucket
+from basra.service.ratelimit import CallerBuckets, TokenBucket, peer_host
 from basra.service.store import (
     Commit,
     EventEntry,
     MatchRecord,
     NewMatch,
     Store,
+    StoreFullError,
     StoreUnavailableError,
 )
 from basra.service.store.base import EventPage
@@ -129,6 +131,10 @@ def _reject(error: BaseException) -> ServiceError:
     if isinstance(error, StoreUnavailableError):
         log.warning("store unavailable", extra={"cause": str(error)})
         return store_unavailable()
+    if isinstance(error, StoreFullError):
+        # No traceback: an expected operating condition, counted and alerted on (metrics.py).
+        log.warning("store full", extra={"cause": str(error)})
+        return store_full()
     if isinstance(error, BasraError):
         return from_engine(error)
     log.error("unexpected failure", exc_info=error)
@@ -143,6 +149,9 @@ class Servicer:
         self._store = store
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
+        self._caller_creations = CallerBuckets(
+            settings.caller_create_rate, settings.caller_create_burst, settings.rate_limit_callers
+        )
         self._states = StateCache()
         # Both transports serve every RPC of the descriptor: one without a method here would
         # fail only when called.
@@ -208,19 +217,13 @@ class Servicer:
                 "this server draws its own seeds: omit seed",
             )
         fingerprint = auth.fingerprint(_rpc(request), _without_request_id(request))
+        # Idempotency is the caller's: its scope goes into the derived match id and the seal key.
+        request_id = auth.caller_scope(self._settings.api_key) + request_id if request_id else ""
         derived = auth.match_id_for(request_id) if request_id else None
         if derived is not None and await self._store.load(derived) is not None:
             # A retry of a creation already made: answer it, whatever the creation rate.
             return await self._repeat_creation(derived, request_id, fingerprint)
-        if (wait := self._creations.take()) > 0:
-            wait = math.ceil(wait * 1000) / 1000  # whole milliseconds, no float noise
-            raise ServiceError(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                "RATE_LIMITED",
-                "too many matches created: retry later",
-                {"retry_after_s": wait},
-                retry_after_s=wait,
-            )
+        self._take_creation(caller)
         for _ in range(3):
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             assert 0 <= seed <= MAX_SEED
@@ -252,6 +255,22 @@ class Servicer:
             if request_id:
                 return await self._repeat_creation(match_id, request_id, fingerprint)
         raise internal()  # three random 128-bit ids taken: not a thing that happens
+
+    def _take_creation(self, caller: Caller) -> None:
+        """Spend one creation of the caller's bucket and one of the replica's.
+
+        Raises:
+            ServiceError: RESOURCE_EXHAUSTED / RATE_LIMITED, metadata ``scope`` ``caller`` (this
+                caller made too many) or ``replica`` (all callers together did).
+        """
+        key = self._settings.api_key
+        who = auth.caller_scope(key) if key is not None else "peer:" + peer_host(caller.peer)
+        mine = self._caller_creations.bucket(who)
+        if (wait := mine.take()) > 0:
+            raise _rate_limited(wait, "caller")
+        if (wait := self._creations.take()) > 0:
+            mine.give_back()
+            raise _rate_limited(wait, "replica")
 
     async def _repeat_creation(
         self, match_id: str, request_id: str, fingerprint: bytes
@@ -378,8 +397,14 @@ class Servicer:
             raise invalid_argument("after_version", "must be 0 or more")
         record, seat, state = await self._read(request.match_id, caller)
         if request.after_version > record.version:
-            raise invalid_argument(
-                "after_version", f"is beyond the match's current version {record.version}"
+            # Not INVALID_ARGUMENT: the client saw those versions, then the store went back to an
+            # older snapshot. OUT_OF_RANGE tells it to reload and resume (proto/README.md).
+            raise ServiceError(
+                grpc.StatusCode.OUT_OF_RANGE,
+                "VERSION_AHEAD",
+                f"after_version is beyond the match's current version {record.version}: call "
+                "GetMatch and resume from its version",
+                {"after_version": request.after_version, "current_version": record.version},
             )
         # A stream waiting on an idle match writes nothing, so its transport would never notice
         # the client leave: every wait races the end of the call instead.
@@ -478,6 +503,7 @@ class Servicer:
                     record, version=version, state=after_bytes, requests=tuple(requests)
                 ),
                 entry=entry,
+                finished=after.winner is not None,
             )
             if await self._store.commit(match_id, commit):
                 self._states.put(after_bytes, after)
@@ -589,6 +615,17 @@ def _not_found(match_id: str) -> ServiceError:
 def _request_id_reused() -> ServiceError:
     return invalid_argument(
         "request_id", "was already used for a different request", reason="REQUEST_ID_REUSED"
+    )
+
+
+def _rate_limited(wait: float, scope: str) -> ServiceError:
+    wait = math.ceil(wait * 1000) / 1000  # whole milliseconds, no float noise
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "RATE_LIMITED",
+        f"too many matches created (per {scope}): retry later",
+        {"retry_after_s": wait, "scope": scope},
+        retry_after_s=wait,
     )
 
 

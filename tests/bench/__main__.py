@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import time
 
+from tests.bench.client_bench import client_figures
 from tests.bench.engine_bench import engine_figures
+from tests.bench.hardening_bench import hardening_figures
 from tests.bench.service_bench import service_figures
 
 
@@ -17,6 +19,10 @@ def main() -> None:
     figures = engine_figures()
     print()
     figures.update(service_figures())
+    print()
+    figures.update(hardening_figures())
+    print()
+    figures.update(client_figures())
     print(f"\n(benchmark took {time.monotonic() - started:.0f} s)")
     print(json.dumps(figures))
 

@@ -124,6 +124,10 @@ def serve_command(
         "100000",
         "--create-burst",
         "100000",
+        "--caller-create-rate",
+        "100000",
+        "--caller-create-burst",
+        "100000",
         *extra,
     ]
 

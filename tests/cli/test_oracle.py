@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from basra.engine import Card, capture_plans, parse_cards
+from basra.engine import CARDS, MAX_PLANS, Card, capture_plans, parse_cards
+from basra.engine.plans import plan_count
 
 _FOUND = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
 assert _FOUND, "the basra-engine console command is installed with the package"
@@ -113,3 +116,76 @@ def test_batch_keeps_answers_aligned_and_fails_on_bad_lines() -> None:
     ]
     assert [a["line"] for a in answers[1:]] == [2, 3, 4]
     assert "line 3: invalid card 'ZZ'" in result.stderr
+
+
+def test_t_is_ten_in_every_mode() -> None:
+    single = run("--floor", "4S 6C", "--card", "TD", "--json")
+    assert json.loads(single.stdout)["card"] == "10D"
+    batch = run("--batch", "-", stdin='{"floor": "4S TC", "card": "td"}\n')
+    assert json.loads(batch.stdout)["floor"] == ["4S", "10C"]
+
+
+def test_batch_and_single_mode_take_the_same_input() -> None:
+    floor = "AC 2\u2665 3d 4S 6C"
+    single = json.loads(run("--floor", floor, "--card", "7H", "--json").stdout)
+    lines = [{"floor": floor, "card": "7H"}, {"floor": floor.split(), "card": "7H"}]
+    batch = run("--batch", "-", stdin="".join(json.dumps(q) + "\n" for q in lines))
+    assert [json.loads(line) for line in batch.stdout.splitlines()] == [single, single]
+    no_floor = run("--batch", "-", stdin='{"card": "7H"}\n')  # like a missing --floor
+    assert json.loads(no_floor.stdout)["plans"] == []
+
+
+def test_a_missing_batch_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    result = run("--batch", str(missing))
+    assert result.returncode == 2
+    assert result.stderr == f"error: cannot read --batch {missing}: No such file or directory\n"
+    as_json = run("--batch", str(missing), "--json")
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout)["error"]["reason"] == "BATCH_UNREADABLE"
+    assert as_json.stderr == ""
+
+
+def test_with_json_errors_are_json_too() -> None:
+    result = run("--floor", "4S", "--card", "XX", "--json")
+    assert result.returncode == 1
+    assert result.stderr == ""
+    error = json.loads(result.stdout)["error"]
+    assert error["reason"] == "INVALID_CARD"
+    assert "invalid card 'XX'" in error["message"]
+    assert json.loads(run("--json").stdout)["error"]["reason"] == "CARD_MISSING"
+
+
+def test_card_with_batch_is_refused() -> None:
+    result = run("--batch", "-", "--card", "7H", stdin='{"card": "7H"}\n')
+    assert result.returncode == 2
+    assert "leave out --card/--floor" in result.stderr
+    assert result.stdout == ""
+
+
+def test_more_than_twelve_plans_are_announced() -> None:
+    floor = "AC AD AH AS 2C 2D 2H 2S 3C 3D 4C 4D"
+    text = run("--floor", floor, "--card", "10H")
+    assert text.stdout.splitlines()[-1] == "105 plans exist: the rules offer only the first 12"
+    document = json.loads(run("--floor", floor, "--card", "10H", "--json").stdout)
+    assert len(document["plans"]) == 12
+    assert document["plans_total"] == 105
+    assert "plans_total" not in json.loads(run("--floor", "4S", "--card", "4H", "--json").stdout)
+
+
+def test_the_card_notation_is_chosen_by_a_flag() -> None:
+    result = run("--floor", "9S 8H", "--card", "7D", "--cards", "symbols")
+    assert "plan 1: 8\u2665 9\u2660  (basra, sweep)" in result.stdout
+    assert "card:  7\u2666" in result.stdout
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(CARDS), min_size=1, max_size=15, unique=True))
+def test_the_plan_count_is_the_number_of_plans_below_the_cap(cards: list[Card]) -> None:
+    card, floor = cards[0], cards[1:]
+    plans = capture_plans(floor, card)
+    total = plan_count(floor, card)
+    if len(plans) < MAX_PLANS:
+        assert total == len(plans)
+    else:
+        assert total >= MAX_PLANS

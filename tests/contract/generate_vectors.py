@@ -292,7 +292,7 @@ def errors_malformed(rec: Recorder) -> None:
         ("GetMatch", {"matchId": "short"}, "INVALID_ARGUMENT", "malformed match id"),
         ("Score", {"matchId": "bad id with spaces!!"}, "INVALID_ARGUMENT", ""),
         ("WatchMatch", {"matchId": mid, "afterVersion": "-1"}, "INVALID_ARGUMENT", ""),
-        ("WatchMatch", {"matchId": mid, "afterVersion": "999"}, "INVALID_ARGUMENT", "future"),
+        ("WatchMatch", {"matchId": mid, "afterVersion": "999"}, "VERSION_AHEAD", "future"),
         ("Play", {"matchId": mid}, "INVALID_CARD", "no card"),
         ("Play", {"matchId": mid, "card": {"rank": "RANK_TEN"}}, "INVALID_CARD", "no suit"),
         ("Play", {"matchId": mid, "card": {"rank": 99, "suit": "SUIT_CLUBS"}}, "INVALID_CARD", ""),
@@ -303,7 +303,8 @@ def errors_malformed(rec: Recorder) -> None:
     for request, note in [
         ({"seat": 2, "requestId": "{{request_id:seat}}"}, "seat 2 does not exist"),
         ({"expectedVersion": "1", "requestId": "{{request_id:version}}"}, ""),
-        ({"requestId": "short"}, "a creating request_id guards the tokens: 16 characters"),
+        ({"requestId": "short"}, "a creating request_id guards the tokens: a random UUID"),
+        ({"requestId": "lobby-room-000042"}, "a guessable creating request_id"),
     ]:
         rec.reject("Deal", request, "INVALID_ARGUMENT", note=note or None)
     rec.call("GetMatch", {"matchId": mid}, seat=0, keep="version", note="still at version 1")

@@ -174,7 +174,7 @@ class Bindings:
     def _value(self, kind: str, name: str | None) -> str:
         key = self.key(kind, name)
         if kind == "request_id":
-            return self.values.setdefault(key, f"contract-{uuid.uuid4()}")
+            return self.values.setdefault(key, str(uuid.uuid4()))
         if kind not in _BOUND:
             raise VectorError(f"placeholder {{{{{key}}}}} cannot appear in a request")
         if key not in self.values:

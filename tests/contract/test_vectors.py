@@ -20,6 +20,10 @@ BY_NAME = {path.stem: golden.load(path) for path in VECTORS}
 # Reasons no request can produce on a healthy server: STATE_CORRUPT needs a damaged stored match
 # (tests/service writes garbage into Redis for it) and INTERNAL is an unexpected fault.
 NOT_DETERMINISTIC = {"UNSPECIFIED", "STATE_CORRUPT", "INTERNAL"}
+# Reasons no contract client can provoke by its requests alone, each proved elsewhere: a request
+# that never finishes arriving (raw HTTP/2: tests/service/test_half_open_requests.py) and a Redis
+# out of memory (tests/service/test_store_full.py).
+NO_VECTOR = {"REQUEST_TIMEOUT", "STORE_FULL"}
 
 
 def errors_of(vector: Json) -> list[Json]:
@@ -53,10 +57,10 @@ def test_the_vector_replays_on_the_python_server(path: Path, serve_vector: Serve
 
 def test_every_deterministic_error_reason_has_a_vector() -> None:
     values = errors_pb2.ErrorReason.DESCRIPTOR.values
-    reasons = {v.name.removeprefix("ERROR_REASON_") for v in values} - NOT_DETERMINISTIC
+    reasons = {v.name.removeprefix("ERROR_REASON_") for v in values} - NOT_DETERMINISTIC - NO_VECTOR
     covered = {error["reason"] for vector in BY_NAME.values() for error in errors_of(vector)}
     assert covered == reasons
-    assert len(reasons) == 21
+    assert len(reasons) == 22
 
 
 def test_errors_follow_the_error_model() -> None:

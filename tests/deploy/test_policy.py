@@ -151,20 +151,32 @@ def test_every_setting_the_server_reads_is_wired(name: str) -> None:
     assert not from_configmap & explicit, "a setting set twice: the env entry silently wins"
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_the_configmap_is_a_valid_configuration(name: str) -> None:
+# What the Secret adds to the ConfigMap's environment (placeholders: the shape is what counts).
+SECRET_PLACEHOLDERS: Final = {"REDIS_URL": "redis://:pw@redis:6379/0", "BASRA_API_KEY": "k"}
+
+
+def configured(environ: dict[str, str]) -> config.Settings:
     parser = argparse.ArgumentParser()
     config.add_arguments(parser)
-    settings = config.from_args(parser.parse_args([]), environ=settings_configmap(built(name)))
-    assert settings.redis_url is None  # it comes from the Secret, never from here
-    assert settings.api_key is None
+    return config.from_args(parser.parse_args([]), environ=environ)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_configmap_is_a_valid_configuration_on_redis_only(name: str) -> None:
+    data = settings_configmap(built(name))
+    assert data["BASRA_STORE"] == "redis", "replicas must share Redis, never embedded stores"
+    settings = configured({**data, **SECRET_PLACEHOLDERS})
+    assert settings.redis_url == SECRET_PLACEHOLDERS["REDIS_URL"]  # from the Secret only
+    # Fail closed: without its Secret the server refuses to start rather than run embedded.
+    with pytest.raises(ValueError, match="redis needs a Redis URL"):
+        configured(data)
+    with pytest.raises(ValueError, match=r"\$REDIS_URL is set but empty"):
+        configured({**data, "REDIS_URL": ""})
 
 
 def test_production_refuses_seeds_and_debug_logs() -> None:
     data = settings_configmap(built("overlays/production"))
-    parser = argparse.ArgumentParser()
-    config.add_arguments(parser)
-    settings = config.from_args(parser.parse_args([]), environ=data)
+    settings = configured({**data, **SECRET_PLACEHOLDERS})
     assert settings.allow_seeds is False
     assert settings.log_level == "INFO"
 

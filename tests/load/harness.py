@@ -63,6 +63,10 @@ class ServerProcess:
                 "1000",
                 "--create-burst",
                 "1000",
+                "--caller-create-rate",
+                "1000",
+                "--caller-create-burst",
+                "1000",
                 *extra,
             ],
             stdout=subprocess.DEVNULL,
@@ -136,7 +140,7 @@ class FailoverClient:
 def play(client: FailoverClient, match: ScriptedMatch) -> None:
     """Create the match and play its whole script through the failover client."""
     created = client.call(
-        "Deal", pb.DealRequest(seed=match.seed, request_id=f"create-{uuid.uuid4()}"), None, match
+        "Deal", pb.DealRequest(seed=match.seed, request_id=str(uuid.uuid4())), None, match
     )
     match.match_id = created.match_id
     match.tokens = {t.seat: t.token for t in created.seat_tokens}

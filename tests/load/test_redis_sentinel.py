@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import redis
 from basra.client.match import MatchClient
 from basra.service.config import Settings
 from basra.service.store import keys
-from basra.service.store.redis import sentinel_master
+from basra.service.store.redis import RedisStore, parse_sentinel_url, sentinel_master
 from tests.service.driver import engine_replay, play_match, stored_state
 from tests.support import REDIS_SERVER, RedisProcess, ServerThread, free_port
 
@@ -82,3 +83,55 @@ def test_a_sentinel_url_must_name_sentinels_and_a_master(url: str) -> None:
 
 def test_sentinel_needs_the_redis_server_binary() -> None:
     assert shutil.which("redis-server") == REDIS_SERVER
+
+
+def test_a_rediss_sentinel_url_means_tls_to_the_sentinels_and_the_master() -> None:
+    parsed = parse_sentinel_url(
+        "rediss+sentinel://:p%40ss@s1:26380,[::1],s3/basra-master/2"
+        "?ssl_ca_certs=/etc/ca.pem&ssl_cert_reqs=required"
+    )
+    assert parsed.sentinels == (("s1", 26380), ("::1", 26379), ("s3", 26379))
+    assert (parsed.master, parsed.db) == ("basra-master", 2)
+    assert parsed.options == {
+        "password": "p@ss",
+        "ssl": True,
+        "ssl_ca_certs": "/etc/ca.pem",
+        "ssl_cert_reqs": "required",
+    }
+    plain = parse_sentinel_url("redis+sentinel://s1/basra-master")
+    assert plain.options == {}
+    with pytest.raises(ValueError, match="unknown sentinel URL options: ssl_ca_certs"):
+        parse_sentinel_url("redis+sentinel://s1/basra-master?ssl_ca_certs=/etc/ca.pem")
+
+
+def test_the_store_opens_tls_connections_to_sentinels_and_master() -> None:
+    """Built from a rediss+sentinel URL (nothing is connected until a call), every client the
+    store holds speaks TLS with the URL's CA; a real TLS sentinel is not run here."""
+    from redis.asyncio import Redis
+    from redis.asyncio.connection import SSLConnection
+    from redis.asyncio.sentinel import SentinelManagedSSLConnection
+
+    async def check() -> None:
+        store = RedisStore(
+            "rediss+sentinel://:pw@127.0.0.1:26379/basra-master?ssl_ca_certs=/etc/ca.pem",
+            cluster=False,
+            ttl_s=60,
+            events_maxlen=10,
+            timeout_s=1,
+        )
+        try:
+            for client in (store._redis, store._blocking):
+                assert isinstance(client, Redis)
+                pool = client.connection_pool
+                assert pool.connection_class is SentinelManagedSSLConnection
+                assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/ca.pem"
+                assert pool.connection_kwargs["password"] == "pw"
+            for sentinel in store._sentinels:
+                for client in sentinel.sentinels:
+                    pool = client.connection_pool
+                    assert pool.connection_class is SSLConnection
+                    assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/ca.pem"
+        finally:
+            await store.close()
+
+    asyncio.run(check())

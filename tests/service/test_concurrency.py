@@ -15,6 +15,8 @@ from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import audit_replay, play_match, stored_state
 from tests.support import ServerThread
 
+CREATE_ID = "7d2f0c1e-9a3b-4c5d-8e6f-0a1b2c3d4e5f"
+
 
 def twin_servers(
     start_server: Callable[..., ServerThread], redis_url: str
@@ -94,14 +96,12 @@ def test_a_retry_returns_the_original_response_even_after_the_match_moved_on(
 
 
 def test_a_retried_creation_returns_the_same_match_and_tokens(server: ServerThread) -> None:
-    client, first = MatchClient.create(server.channel, seed=9, request_id="7d2f0c1e-create-0001")
+    client, first = MatchClient.create(server.channel, seed=9, request_id=CREATE_ID)
     play_match(client, random.Random(0), stop=lambda v: v.plays_left < 40)
-    _, again = MatchClient.create(server.channel, seed=9, request_id="7d2f0c1e-create-0001")
+    _, again = MatchClient.create(server.channel, seed=9, request_id=CREATE_ID)
     assert again == first
     r = Rejection.of(
-        rpc_error(
-            lambda: MatchClient.create(server.channel, seed=10, request_id="7d2f0c1e-create-0001")
-        )
+        rpc_error(lambda: MatchClient.create(server.channel, seed=10, request_id=CREATE_ID))
     )
     assert (r.code, r.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REUSED")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import fields
 
 import grpc
@@ -28,7 +29,7 @@ def test_every_setting_has_a_flag_and_an_environment_variable() -> None:
 
 
 def test_defaults_environment_then_flags() -> None:
-    assert parse([], {}) == Settings()
+    assert parse(["--store", "embedded"], {}) == Settings(store="embedded")
     env = {
         "REDIS_URL": "rediss://:pw@redis:6380/0",
         "BASRA_MATCH_TTL_SECONDS": "60",
@@ -44,6 +45,10 @@ def test_defaults_environment_then_flags() -> None:
     assert (settings.api_key, settings.create_rate, settings.redis_cluster) == ("k", 2.5, True)
     overridden = parse(["--match-ttl-seconds", "30", "--no-allow-seeds", "--listen", ":1"], env)
     assert (overridden.match_ttl_s, overridden.allow_seeds, overridden.listen) == (30, False, ":1")
+    # A flag whose value is "none" still wins over the environment.
+    assert (
+        parse(["--metrics-port", "off"], {**env, "BASRA_METRICS_PORT": "9100"}).metrics_port is None
+    )
 
 
 def test_secrets_are_kept_out_of_the_settings_repr() -> None:
@@ -52,19 +57,75 @@ def test_secrets_are_kept_out_of_the_settings_repr() -> None:
     assert "topsecret" not in repr(settings)
 
 
+REDIS = {"REDIS_URL": "redis://r:6379/0"}
+
+
 @pytest.mark.parametrize(
-    ("environ", "message"),
+    ("argv", "environ", "message"),
     [
-        ({"BASRA_MATCH_TTL_SECONDS": "soon"}, "$BASRA_MATCH_TTL_SECONDS"),
-        ({"BASRA_ALLOW_SEEDS": "maybe"}, "$BASRA_ALLOW_SEEDS"),
-        ({"REDIS_URL": "http://x"}, "REDIS_URL must start with"),
-        ({"BASRA_DRAIN_SECONDS": "0"}, "drain_s must be positive"),
-        ({"BASRA_LOG_LEVEL": "LOUD"}, "log level"),
+        ([], {**REDIS, "BASRA_MATCH_TTL_SECONDS": "soon"}, "$BASRA_MATCH_TTL_SECONDS must be a"),
+        ([], {**REDIS, "BASRA_ALLOW_SEEDS": "maybe"}, "$BASRA_ALLOW_SEEDS must be true or false"),
+        ([], {"REDIS_URL": "http://x"}, "$REDIS_URL must start with redis://"),
+        ([], {**REDIS, "BASRA_DRAIN_SECONDS": "-1"}, "$BASRA_DRAIN_SECONDS must be 0 or more"),
+        (["--drain-seconds", "-1"], REDIS, "--drain-seconds must be 0 or more"),
+        (["--create-burst", "0"], REDIS, "--create-burst must be positive"),
+        ([], {**REDIS, "BASRA_LOG_LEVEL": "LOUD"}, "$BASRA_LOG_LEVEL must be DEBUG, INFO"),
+        # Fail closed: an empty secret is not "no secret", an empty URL is not "embedded".
+        ([], {**REDIS, "BASRA_API_KEY": ""}, "$BASRA_API_KEY is set but empty"),
+        ([], {**REDIS, "BASRA_API_KEY": "  "}, "$BASRA_API_KEY is set but empty"),
+        ([], {"REDIS_URL": ""}, "$REDIS_URL is set but empty"),
+        ([], {**REDIS, "BASRA_METRICS_PORT": ""}, "$BASRA_METRICS_PORT is set but empty"),
+        ([], {}, "no store chosen: give --redis-url"),
+        (["--store", "redis"], {}, "--store redis needs a Redis URL"),
+        ([], {"BASRA_STORE": "redis"}, "$BASRA_STORE redis needs a Redis URL"),
+        (["--store", "embedded"], REDIS, "--store embedded conflicts with the Redis URL"),
     ],
 )
-def test_bad_values_are_reported_by_name(environ: dict[str, str], message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("$", r"\$")):
-        parse([], environ)
+def test_bad_values_are_refused_naming_the_flag_or_variable_given(
+    argv: list[str], environ: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        parse(argv, environ)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_the_embedded_store_is_asked_for_by_name() -> None:
+    assert parse(["--store", "embedded"], {}).redis_url is None
+    assert parse([], {"BASRA_STORE": "embedded"}).store == "embedded"
+    assert parse([], REDIS).redis_url == REDIS["REDIS_URL"]
+    assert parse(["--store", "redis"], REDIS).store == "redis"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--metrics-port", "nine"], "argument --metrics-port: must be a port 0-65535 or 'off'"),
+        (["--drain-seconds", "soon"], "argument --drain-seconds: must be a number, not 'soon'"),
+        (["--api-key", ""], "argument --api-key: is set but empty"),
+        (["--store", "disk"], "argument --store: must be embedded or redis"),
+    ],
+)
+def test_flag_values_that_do_not_parse_are_one_line_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse(argv, {})
+    assert info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(f"error: {message}" + error.split(message, 1)[1]), error
+    assert "Traceback" not in error
+
+
+def test_every_flag_help_shows_its_default_and_variable() -> None:
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    by_dest = {a.dest: a for a in parser._actions}
+    for f in fields(Settings):
+        text = by_dest[f.name].help or ""
+        assert f"(default: {config.shown(f.default)}; ${ENVIRONMENT[f.name]})" in text, f.name
+    redis_help = by_dest["redis_url"].help or ""
+    for scheme in config.REDIS_SCHEMES:
+        assert scheme in redis_help
 
 
 def test_tokens_are_long_random_and_stored_as_hashes() -> None:

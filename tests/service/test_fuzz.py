@@ -46,6 +46,8 @@ class World:
                 max_message_bytes=MAX_MESSAGE,
                 create_rate=1e6,
                 create_burst=1_000_000,
+                caller_create_rate=1e6,
+                caller_create_burst=1_000_000,
             )
         )
         self.store = redis.Redis.from_url(redis_url)

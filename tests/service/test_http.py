@@ -557,16 +557,18 @@ def test_cors_origins_come_from_the_environment_and_fail_closed() -> None:
     from basra.cli import build_parser
     from basra.service import config
 
-    args = build_parser().parse_args(["serve"])
+    args = build_parser().parse_args(["serve", "--store", "embedded"])
     environ = {"BASRA_CORS_ORIGINS": "https://a.example, http://localhost:5173"}
     parsed = config.from_args(args, environ)
     assert parsed.cors_origins == ("https://a.example", "http://localhost:5173")
     for bad in ("https://a.example/", "a.example", "https://a.example/path", "null"):
         with pytest.raises(ValueError, match="CORS origin"):
             config.from_args(args, {"BASRA_CORS_ORIGINS": bad})
-    off = build_parser().parse_args(["serve", "--http-listen", "off"])
+    off = build_parser().parse_args(["serve", "--store", "embedded", "--http-listen", "off"])
     assert config.from_args(off, {}).http_listen is None
-    flag = build_parser().parse_args(["serve", "--cors-origin", "https://b.example"])
+    flag = build_parser().parse_args(
+        ["serve", "--store", "embedded", "--cors-origin", "https://b.example"]
+    )
     assert config.from_args(flag, environ).cors_origins == ("https://b.example",)  # flag wins
 
 

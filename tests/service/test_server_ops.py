@@ -141,6 +141,28 @@ def test_logs_are_json_and_never_hold_a_token(server: ServerThread) -> None:
         assert token not in buffer.getvalue()
 
 
+def test_logged_request_fields_are_cut_to_a_bounded_length(server: ServerThread) -> None:
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    sent = "m" * 60_000
+    try:
+        error = rpc_error(
+            lambda: server.channel.unary_unary(
+                "/basra.v1.BasraService/GetMatch",
+                request_serializer=pb.GetMatchRequest.SerializeToString,
+                response_deserializer=pb.GetMatchResponse.FromString,
+            )(pb.GetMatchRequest(match_id=sent))
+        )
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    (line,) = [line for line in buffer.getvalue().splitlines() if "call rejected" in line]
+    assert len(line) < 1000
+    record = json.loads(line)
+    assert record["match_id"] == "m" * logs.FIELD_LIMIT + "...[59900 more characters]"
+    assert logs.clip(7) == 7
+
+
 def test_redaction_masks_anything_shaped_like_a_secret() -> None:
     token = "A" * 43
     text = logs.redact(f'authorization: Bearer {token} x-api-key: "k3y" raw {token}')
@@ -156,6 +178,8 @@ def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> No
         [
             command,
             "serve",
+            "--store",
+            "embedded",
             "--listen",
             f"127.0.0.1:{port}",
             "--metrics-port",

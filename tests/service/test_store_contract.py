@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -205,3 +206,67 @@ def test_match_keys_share_one_cluster_slot() -> None:
         assert key_slot(keys.match_key(match_id).encode()) == key_slot(
             keys.events_key(match_id).encode()
         )
+
+
+def test_embedded_store_keeps_a_finished_match_only_for_the_finished_ttl() -> None:
+    now = [0.0]
+    store = MemoryStore(ttl_s=1000, events_maxlen=5, clock=lambda: now[0], finished_ttl_s=10)
+
+    async def scenario() -> None:
+        await store.create(new())
+        assert await store.commit("M" * 22, replace(commit(1), finished=True))
+        now[0] = 9.5
+        assert await store.load("M" * 22) is not None
+        now[0] = 10.5
+        assert await store.load("M" * 22) is None
+
+    asyncio.run(scenario())
+
+
+def test_redis_store_sets_the_finished_ttl_on_both_keys_with_the_final_commit(
+    redis_url: str,
+) -> None:
+    direct = redis.Redis.from_url(redis_url)
+
+    async def scenario() -> None:
+        store = RedisStore(
+            redis_url, cluster=False, ttl_s=100_000, events_maxlen=5, timeout_s=2, finished_ttl_s=60
+        )
+        try:
+            await store.create(new())
+            assert await store.commit("M" * 22, commit(1))
+            for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
+                assert direct.pttl(key) > 99_000_000
+            assert await store.commit("M" * 22, replace(commit(2), finished=True))
+            for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
+                assert 0 < direct.pttl(key) <= 60_000
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_redis_store_call_stays_cancelled_when_the_command_swallows_the_cancellation(
+    redis_url: str,
+) -> None:
+    """A cancellation that lands mid-command and that the client library swallows (answering
+    normally) still ends the caller: a server stopping its health watchdog waited on it forever."""
+
+    async def swallowing() -> bytes:
+        # What a client library that swallows the cancellation does.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+        return b"answer"
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=30)
+        try:
+            call = asyncio.create_task(store._call(swallowing()))
+            await asyncio.sleep(0)  # the command is under way
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())

@@ -9,7 +9,16 @@ from basra.service.store.base import (
     MatchRecord,
     NewMatch,
     Store,
+    StoreFullError,
     StoreUnavailableError,
 )
 
-__all__ = ["Commit", "EventEntry", "MatchRecord", "NewMatch", "Store", "StoreUnavailableError"]
+__all__ = [
+    "Commit",
+    "EventEntry",
+    "MatchRecord",
+    "NewMatch",
+    "Store",
+    "StoreFullError",
+    "StoreUnavailableError",
+]

@@ -16,6 +16,11 @@ class StoreUnavailableError(Exception):
     """The store could not be reached within the deadline; nothing is known to have changed."""
 
 
+class StoreFullError(Exception):
+    """The store refused a write for want of memory (Redis at ``maxmemory`` with the
+    ``noeviction`` policy); nothing was changed."""
+
+
 @dataclass(frozen=True, slots=True)
 class EventEntry:
     """What one version of a match did: stored once, streamed to every seat, replayable."""
@@ -64,6 +69,9 @@ class Commit:
     expected_version: int
     record: MatchRecord
     entry: EventEntry
+    finished: bool = False
+    """The change ends the match: both keys then expire after the store's finished TTL (short)
+    instead of its idle TTL, set by the same atomic write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +100,8 @@ class Store(Protocol):
 
         False when another change won the race (or the match expired): reload and decide again.
         The event entry, the state and the request record are written together or not at all,
-        and the match's idle expiry restarts.
+        and the match's expiry restarts: the idle TTL, or the finished TTL when
+        ``commit.finished``.
         """
         ...
 
@@ -102,7 +111,12 @@ class Store(Protocol):
         ...
 
     async def ping(self) -> None:
-        """Return when the store answers."""
+        """Return when the store answers and accepts writes.
+
+        Raises:
+            StoreUnavailableError: it does not answer.
+            StoreFullError: it answers but refuses writes (out of memory).
+        """
         ...
 
     async def close(self) -> None:

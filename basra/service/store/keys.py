@@ -16,6 +16,10 @@ EVENTS: Final = "e"
 PRIVATE_PREFIX: Final = "p"  # p0, p1: the cards each seat was dealt
 
 
+PROBE: Final = f"{PREFIX}:probe"
+"""A one-byte key the health check writes: a Redis out of memory refuses even that."""
+
+
 def match_key(match_id: str) -> str:
     """The string holding the match record (service.store.codec)."""
     return f"{PREFIX}:{{{match_id}}}:match"

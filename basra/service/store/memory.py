@@ -29,9 +29,14 @@ class MemoryStore:
     """In-process match storage with the Store interface."""
 
     def __init__(
-        self, ttl_s: float, events_maxlen: int, clock: Callable[[], float] = time.monotonic
+        self,
+        ttl_s: float,
+        events_maxlen: int,
+        clock: Callable[[], float] = time.monotonic,
+        finished_ttl_s: float | None = None,
     ) -> None:
         self._ttl_s = ttl_s
+        self._finished_ttl_s = finished_ttl_s or ttl_s
         self._maxlen = events_maxlen
         self._clock = clock
         self._matches: dict[str, _Match] = {}
@@ -69,7 +74,9 @@ class MemoryStore:
             return False
         match.record = commit.record
         match.entries.append(commit.entry)
-        match.expires_at = self._clock() + self._ttl_s
+        match.expires_at = self._clock() + (
+            self._finished_ttl_s if commit.finished else self._ttl_s
+        )
         match.changed.set()
         match.changed = asyncio.Event()
         return True

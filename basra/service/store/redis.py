@@ -10,8 +10,9 @@ connection fault, the call raises StoreUnavailableError.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
@@ -27,6 +28,7 @@ from basra.service.store.base import (
     EventPage,
     MatchRecord,
     NewMatch,
+    StoreFullError,
     StoreUnavailableError,
 )
 from basra.service.store.codec import decode_record, encode_record, version_prefix
@@ -74,8 +76,11 @@ class RedisStore:
         events_maxlen: int,
         timeout_s: float,
         pool_size: int = 64,
+        finished_ttl_s: float | None = None,
     ) -> None:
         self._ttl_ms = int(ttl_s * 1000)
+        # A finished match is kept this long after its last play (None: like an idle one).
+        self._finished_ttl_ms = int((finished_ttl_s or ttl_s) * 1000)
         self._maxlen = events_maxlen
         self._timeout_s = timeout_s
         # The deadline of each call is the asyncio.timeout in _call, covering the wait for a
@@ -106,7 +111,7 @@ class RedisStore:
         if cluster:
             self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
             self._blocking = RedisCluster.from_url(url, **blocking_options)
-        elif url.startswith(SENTINEL_SCHEME):
+        elif url.startswith(SENTINEL_SCHEMES):
             self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
             self._blocking, reads = sentinel_master(url, blocking_options)
             self._sentinels = [calls, reads]
@@ -121,19 +126,27 @@ class RedisStore:
     async def _call(
         self, operation: Any, timeout_s: float | None = None, *, blocking: bool = False
     ) -> Any:
+        task = asyncio.current_task()
         try:
             async with asyncio.timeout(timeout_s or self._timeout_s):
                 if blocking:
-                    return await operation
-                # At most pool_size calls at once; the others queue here, within the deadline.
-                async with self._slots:
-                    return await operation
+                    result = await operation
+                else:
+                    # At most pool_size calls at once; the others queue here, within the deadline.
+                    async with self._slots:
+                        result = await operation
+        except redis_errors.OutOfMemoryError as exc:
+            raise StoreFullError(str(exc)) from None
         except _UNAVAILABLE as exc:
-            task = asyncio.current_task()
             if task is not None and task.cancelling():
                 # The call was cancelled (its client left): not a store fault.
                 raise asyncio.CancelledError from exc
             raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
+        if task is not None and task.cancelling():
+            # redis-py can swallow a cancellation that lands mid-command and answer normally: the
+            # caller asked to stop (a server stopping its health watchdog waited forever on it).
+            raise asyncio.CancelledError
+        return result
 
     async def load(self, match_id: str) -> MatchRecord | None:
         data: bytes | None = await self._call(self._redis.get(keys.match_key(match_id)))
@@ -160,7 +173,7 @@ class RedisStore:
             self._commit(
                 keys=[keys.match_key(match_id), keys.events_key(match_id)],
                 args=[
-                    self._ttl_ms,
+                    self._finished_ttl_ms if commit.finished else self._ttl_ms,
                     self._maxlen,
                     version_prefix(commit.expected_version),
                     commit.record.version,
@@ -192,7 +205,8 @@ class RedisStore:
         return EventPage(tuple(_entry(e) for e in entries), _version(first[0][0]))
 
     async def ping(self) -> None:
-        await self._call(self._redis.ping())
+        # A write, not PING: a Redis out of memory still answers PING but refuses every write.
+        await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
 
     async def close(self) -> None:
         await self._redis.aclose()
@@ -208,18 +222,31 @@ class RedisStore:
         return int(record or 0), int(stream or 0)
 
 
-SENTINEL_SCHEME: Final = "redis+sentinel://"
+SENTINEL_SCHEMES: Final = ("redis+sentinel://", "rediss+sentinel://")
+# TLS options a rediss+sentinel:// URL may carry in its query, as redis-py's rediss:// URLs do.
+_TLS_QUERY: Final = ("ssl_ca_certs", "ssl_cert_reqs", "ssl_certfile", "ssl_keyfile")
 
 
-def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]:
-    """A client of the master that Redis Sentinel names, from
-    ``redis+sentinel://[:password@]host:port[,host:port...]/<master name>[/db]``, and the
-    Sentinel whose own connections must be closed with it.
+@dataclass(frozen=True)
+class SentinelURL:
+    """What a Sentinel URL names: the sentinels, the master's name and database, and the
+    connection options used for both the sentinels and the master (password, TLS)."""
 
-    The password authenticates both the sentinels and the master.
+    sentinels: tuple[tuple[str, int], ...]
+    master: str
+    db: int
+    options: dict[str, Any]
+
+
+def parse_sentinel_url(url: str) -> SentinelURL:
+    """``redis+sentinel://[:password@]host:port[,host:port...]/<master name>[/db]``, or
+    ``rediss+sentinel://...`` for TLS to the sentinels and the master, with optional query
+    ``ssl_ca_certs``, ``ssl_cert_reqs`` (required, optional or none), ``ssl_certfile``,
+    ``ssl_keyfile``.
 
     Raises:
-        ValueError: the URL does not name at least one sentinel and a master.
+        ValueError: the URL does not name at least one sentinel and a master, or has an
+            unknown query option.
     """
     parts = urlsplit(url)
     hosts = parts.netloc.rpartition("@")[2]
@@ -227,18 +254,48 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     path = [p for p in parts.path.split("/") if p]
     sentinels = []
     for host in filter(None, hosts.split(",")):
-        name, _, port = host.rpartition(":")
-        sentinels.append((name.strip("[]") or host, int(port or 26379)))
+        if host.startswith("["):  # [IPv6] or [IPv6]:port
+            name, _, port = host[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            name, _, port = host.rpartition(":") if ":" in host else (host, "", "")
+        sentinels.append((name, int(port or 26379)))
     if not sentinels or not path:
         raise ValueError(
             "a sentinel URL names sentinels and a master: redis+sentinel://host:26379/<master name>"
         )
-    auth = {"password": password} if password else {}
+    options: dict[str, Any] = {"password": password} if password else {}
+    query = parse_qs(parts.query)
+    if parts.scheme == "rediss+sentinel":
+        options["ssl"] = True
+        for key in _TLS_QUERY:
+            if key in query:
+                options[key] = query.pop(key)[-1]
+    if query:
+        raise ValueError(f"unknown sentinel URL options: {', '.join(sorted(query))}")
+    return SentinelURL(tuple(sentinels), path[0], int(path[1]) if len(path) > 1 else 0, options)
+
+
+def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]:
+    """A client of the master that Redis Sentinel names (see ``parse_sentinel_url``), and the
+    Sentinel whose own connections must be closed with it.
+
+    The password, and TLS for rediss+sentinel://, apply to both the sentinels and the master.
+
+    Raises:
+        ValueError: the URL is not a valid sentinel URL.
+    """
+    parsed = parse_sentinel_url(url)
+    # The sentinels get the timeouts and the URL's options (password, TLS), not the pool size.
+    sentinel_options = {k: v for k, v in options.items() if k != "max_connections"}
     # redis-py's Sentinel is untyped; master_for returns a Redis client.
     sentinel = Sentinel(  # type: ignore[no-untyped-call]
-        sentinels, sentinel_kwargs={**options, **auth}, **options, **auth
+        list(parsed.sentinels),
+        sentinel_kwargs={**sentinel_options, **parsed.options},
+        **options,
+        **parsed.options,
     )
-    master: Redis = sentinel.master_for(path[0], db=int(path[1]) if len(path) > 1 else 0)
+    master: Redis = sentinel.master_for(parsed.master, db=parsed.db)
     return master, sentinel
 
 

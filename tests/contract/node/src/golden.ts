@@ -92,7 +92,7 @@ export class Bindings {
   private value(kind: string, name: string | undefined): string {
     const k = key(kind, name);
     if (kind === "request_id") {
-      if (!this.values.has(k)) this.values.set(k, `contract-${randomUUID()}`);
+      if (!this.values.has(k)) this.values.set(k, randomUUID());
       return this.values.get(k)!;
     }
     if (!BOUND.has(kind)) throw new VectorError(`placeholder {{${k}}} cannot appear in a request`);

@@ -1,0 +1,139 @@
+"""Match messages as text for people: the one renderer of ``demo`` and ``play``.
+
+Cards are shown in one notation, chosen by ``--cards``: ``symbols`` (``10♦ Q♠``) or
+``letters`` (``10D QS``), as ``basra-engine plans`` shows them. Nothing here assumes two seats:
+the seat count comes from the messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import grpc
+
+from basra.client.cards import CardLike, text
+from basra.client.errors import BasraError
+from basra.v1 import game_pb2
+
+NOTATIONS = ("symbols", "letters")
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """Texts for events, plays, plans and scoreboards in one card notation."""
+
+    symbols: bool = True
+
+    def cards(self, items: Iterable[CardLike]) -> str:
+        return text(items, symbols=self.symbols)
+
+    def card(self, card: CardLike) -> str:
+        return text([card], symbols=self.symbols)
+
+    def plan(self, plan: game_pb2.Plan) -> str:
+        flags = "".join(f", {f}!" for f in ("basra", "sweep") if getattr(plan, f))
+        return f"takes {self.cards(plan.captures)}{flags}"
+
+    def played(self, played: game_pb2.CardPlayed, who: str, detail: str = "") -> str:
+        """``who`` plays a card: what it took (then ``detail``), or that it stays on the floor."""
+        if played.trail:
+            return f"{who} {self.card(played.card)}: it stays on the floor"
+        flags = "".join(f"  {f.upper()}!" for f in ("basra", "sweep") if getattr(played, f))
+        return f"{who} {self.card(played.card)}: takes {self.cards(played.captured)}{detail}{flags}"
+
+    def event(self, event: game_pb2.MatchEvent) -> str | None:
+        """One line for an event other than a play (None for plays: callers word those)."""
+        kind = event.WhichOneof("event")
+        if kind == "hand_started":
+            e = event.hand_started
+            return (
+                f"== Hand {e.hand}: dealer seat {e.dealer}, seat {e.leader} leads; "
+                f"floor {self.cards(e.floor)}"
+            )
+        if kind == "cards_dealt":
+            e2 = event.cards_dealt
+            return (
+                f"   deal {e2.deal}: {e2.cards_each} cards each, {e2.stock_left} left in the stock"
+            )
+        if kind == "floor_collected":
+            e3 = event.floor_collected
+            who = f"seat {e3.seat}" if e3.HasField("seat") else "nobody"
+            return f"   leftover {self.cards(e3.cards)} goes to {who} (not a basra)"
+        if kind == "hand_scored":
+            e4 = event.hand_scored
+            parts = [
+                f"seat {s.seat}: {s.cards} cards, majority {s.majority}"
+                + (f" + carry {s.carry}" if s.carry else "")
+                + f", specials {s.specials}, basras {s.basras} = {s.total}"
+                for s in e4.score.seats
+            ]
+            extra = "  (tie at the target: an extra hand)" if e4.extra_hand else ""
+            totals = " - ".join(map(str, e4.totals))
+            return (
+                f"   hand {e4.score.hand} scored: "
+                + "; ".join(parts)
+                + f"\n   totals {totals}, carry {e4.score.carry_after}{extra}"
+            )
+        return None
+
+    def scoreboard(self, board: game_pb2.Scoreboard, names: Sequence[str]) -> list[str]:
+        """Every hand's totals, the match totals and the winner."""
+        seats = range(len(board.totals))
+        lines = [
+            "",
+            "Scoreboard",
+            f"  {'hand':>4} {'dealer':>6} "
+            + " ".join(f"{f'seat {s}':>7}" for s in seats)
+            + f" {'carry':>6}",
+        ]
+        for hand in board.hands:
+            totals = " ".join(f"{s.total:>7}" for s in hand.seats)
+            lines.append(f"  {hand.hand:>4} {hand.dealer:>6} {totals} {hand.carry_after:>6}")
+        lines.append(f"  {'total':>11} " + " ".join(f"{t:>7}" for t in board.totals))
+        if board.HasField("winner"):
+            others = " - ".join(str(t) for s, t in enumerate(board.totals) if s != board.winner)
+            lines.append(
+                f"Seat {board.winner} ({names[board.winner]}) wins, "
+                f"{board.totals[board.winner]} to {others}."
+            )
+        return lines
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+EXPLANATIONS = {
+    "NOT_YOUR_TURN": "It is not your turn: seat {turn} plays now.",
+    "CARD_NOT_IN_HAND": "You do not hold {card}.",
+    "PLAN_REQUIRED": "{card} can capture in {plan_count} ways: choose one of the plans.",
+    "UNKNOWN_PLAN": "{card} has no plan {plan_id}.",
+    "CAPTURE_REQUIRED": "{card} can capture, and capture is mandatory: it cannot trail.",
+    "HAND_IN_PROGRESS": "The hand is still being played.",
+    "HAND_OVER": "This hand is over: deal the next one first.",
+    "MATCH_OVER": "The match is over: seat {winner} won.",
+    "VERSION_MISMATCH": "The table changed while you were choosing: look again and replay.",
+    "STORE_UNAVAILABLE": "The server cannot reach its match store right now: try again shortly.",
+    "API_KEY_MISSING": "This server needs an API key to create matches: pass --api-key.",
+    "API_KEY_INVALID": "The API key was refused: check the value given to --api-key.",
+    "SEEDS_DISABLED": "This server does not accept seeds: leave out --seed.",
+    "RATE_LIMITED": "Too many matches are being created: wait {retry_after_s} s and try again.",
+    "MATCH_NOT_FOUND": "The match no longer exists (it may have expired).",
+    "TOKEN_INVALID": "The server did not accept this seat's token.",
+}
+
+
+def explain(error: BasraError, target: str) -> str:
+    """A failed call in words a command-line user understands, with what to do about it."""
+    if error.unreachable:
+        return f"No server answers at {target}: start one with `make run`."
+    if error.code == grpc.StatusCode.DEADLINE_EXCEEDED and not error.reason:
+        return f"The server at {target} did not answer in time: is it overloaded or stuck?"
+    template = EXPLANATIONS.get(error.reason)
+    if template is None:
+        return f"The server refused: {error.message} ({error.reason or error.code.name})"
+    try:
+        return template.format(**error.metadata)
+    except KeyError:
+        return template

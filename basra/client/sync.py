@@ -1,0 +1,315 @@
+"""The synchronous client: ``Client`` opens matches, ``Match`` holds their seat tokens, ``Seat``
+acts for one seat. See ``basra.client`` for an example."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
+
+import grpc
+
+from basra.client import _core, cards
+from basra.client.errors import BasraError, UnavailableError
+from basra.client.retry import CHANNEL_OPTIONS, RETRIED, RetryPolicy
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc, game_pb2
+
+R = TypeVar("R")
+Metadata = tuple[tuple[str, str], ...]
+
+
+class Client:
+    """A connection to a Basra service.
+
+    Args:
+        target: ``HOST:PORT`` of the service (a channel is opened and closed by the client).
+        channel: an open channel to use instead of ``target`` (the caller closes it).
+        credentials: TLS credentials for ``target`` (plain text when None).
+        api_key: sent as ``x-api-key`` when creating matches, if the server requires one.
+        timeout: seconds each attempt of a unary call may take.
+        retry: the retry policy of every call and watch.
+    """
+
+    def __init__(
+        self,
+        target: str | None = None,
+        *,
+        channel: grpc.Channel | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if (target is None) == (channel is None):
+            raise ValueError("give exactly one of target and channel")
+        self._owned = channel is None
+        if channel is None:
+            assert target is not None
+            channel = (
+                grpc.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
+                if credentials is not None
+                else grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+            )
+        self.channel = channel
+        self.stub = basra_service_pb2_grpc.BasraServiceStub(channel)
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel the client opened (one given to it stays open)."""
+        if self._owned:
+            self.channel.close()
+
+    def create_match(
+        self, *, seed: int | None = None, seat: int = 0, request_id: str | None = None
+    ) -> Match:
+        """Create a match and deal its first hand; the ``Match`` holds every seat's token.
+
+        ``seed`` replays a deal (the server must allow seeds); ``seat`` chooses whose view
+        ``Match.created`` carries.
+        """
+        request = _core.create_request(seed, seat, request_id)
+        response: pb.DealResponse = self.call(
+            self.stub.Deal, request, _core.api_key_metadata(self.api_key)
+        )
+        tokens = {t.seat: t.token for t in response.seat_tokens}
+        return Match(self, response.match_id, tokens, response)
+
+    def match(self, match_id: str, tokens: Mapping[int, str]) -> Match:
+        """A match created earlier, with the tokens of the seats this program plays."""
+        return Match(self, match_id, tokens)
+
+    def join(self, match_id: str, token: str) -> Seat:
+        """The seat a token was handed out for (its view tells the seat: one GetMatch)."""
+        view: pb.GetMatchResponse = self.call(
+            self.stub.GetMatch, pb.GetMatchRequest(match_id=match_id), _core.bearer(token)
+        )
+        return Match(self, match_id, {view.view.seat: token}).seat(view.view.seat)
+
+    def call(self, rpc: Callable[..., R], request: object, metadata: Metadata) -> R:
+        """One logical call: the same request (and request id) for every attempt, retried on
+        UNAVAILABLE and DEADLINE_EXCEEDED with bounded backoff; a rejection raises at once.
+
+        Raises:
+            BasraError: the typed rejection, or ``UnavailableError`` when the retries ran out.
+        """
+        delays = self.retry.delays()
+        while True:
+            try:
+                return rpc(request, metadata=metadata, timeout=self.timeout)
+            except grpc.RpcError as rpc_error:
+                error = BasraError.of(rpc_error)
+                delay = next(delays, None) if error.code in RETRIED else None
+                if delay is None:
+                    raise error from None
+                time.sleep(self.retry.wait(delay, error.retry_after))
+
+
+class Match:
+    """A match and the seat tokens this program holds (never printed: see ``__repr__``).
+
+    Attributes:
+        id: the match id.
+        created: the Deal response that created it (None for ``Client.match``).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        match_id: str,
+        tokens: Mapping[int, str],
+        created: pb.DealResponse | None = None,
+    ) -> None:
+        self.client = client
+        self.id = match_id
+        self.tokens = dict(tokens)
+        self.created = created
+
+    def __repr__(self) -> str:
+        return f"Match({self.id!r}, seats={sorted(self.tokens)})"
+
+    def seat(self, seat: int) -> Seat:
+        """A handle that acts for ``seat`` with its token.
+
+        Raises:
+            KeyError: this program holds no token for ``seat``.
+        """
+        return Seat(self, seat, self.tokens[seat])
+
+    def _any(self, seat: int | None) -> Seat:
+        return self.seat(min(self.tokens) if seat is None else seat)
+
+    def view(self, seat: int | None = None) -> game_pb2.MatchView:
+        """The current view of ``seat`` (default: the lowest seat held)."""
+        return self._any(seat).view()
+
+    def deal(
+        self, seat: int | None = None, *, expected_version: int | None = None
+    ) -> pb.DealResponse:
+        """Deal the next hand (the current one must be over)."""
+        return self._any(seat).deal(expected_version=expected_version)
+
+    def score(self, seat: int | None = None) -> game_pb2.Scoreboard:
+        """The scoreboard."""
+        return self._any(seat).score()
+
+    def watch(self, seat: int | None = None, after_version: int = 0) -> Watch:
+        """The match's events as ``seat`` receives them (see ``Seat.watch``)."""
+        return self._any(seat).watch(after_version)
+
+
+class Seat:
+    """One seat of a match: every call carries that seat's token."""
+
+    def __init__(self, match: Match, seat: int, token: str) -> None:
+        self.match = match
+        self.seat = seat
+        self._metadata = _core.bearer(token)
+
+    def __repr__(self) -> str:
+        return f"Seat({self.match.id!r}, {self.seat})"
+
+    def _call(self, rpc: Callable[..., R], request: object) -> R:
+        return self.match.client.call(rpc, request, self._metadata)
+
+    @property
+    def _stub(self) -> basra_service_pb2_grpc.BasraServiceStub:
+        return self.match.client.stub
+
+    def view(self) -> game_pb2.MatchView:
+        """This seat's current view (GetMatch)."""
+        response: pb.GetMatchResponse = self._call(
+            self._stub.GetMatch, pb.GetMatchRequest(match_id=self.match.id)
+        )
+        return response.view
+
+    def plans(self, card: cards.CardLike | None = None) -> list[game_pb2.CardPlans]:
+        """The capture plans of ``card`` (a card of this seat's hand), or of every card."""
+        response: pb.ListPlansResponse = self._call(
+            self._stub.ListPlans, _core.plans_request(self.match.id, card)
+        )
+        return list(response.cards)
+
+    def play(
+        self,
+        card: cards.CardLike,
+        plan_id: int = 0,
+        *,
+        trail: bool = False,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> pb.PlayResponse:
+        """Play ``card`` taking plan ``plan_id`` (0: its only plan, or a trail).
+
+        One request id (``request_id``, or a fresh UUIDv4) serves every attempt, so a retried
+        play is applied once.
+        """
+        request = _core.play_request(
+            self.match.id, card, plan_id, trail, expected_version, request_id
+        )
+        response: pb.PlayResponse = self._call(self._stub.Play, request)
+        return response
+
+    def deal(
+        self, *, expected_version: int | None = None, request_id: str | None = None
+    ) -> pb.DealResponse:
+        """Deal the next hand (the current one must be over)."""
+        request = _core.deal_request(self.match.id, expected_version, request_id)
+        response: pb.DealResponse = self._call(self._stub.Deal, request)
+        return response
+
+    def score(self) -> game_pb2.Scoreboard:
+        """The scoreboard."""
+        response: pb.ScoreResponse = self._call(
+            self._stub.Score, pb.ScoreRequest(match_id=self.match.id)
+        )
+        return response.scoreboard
+
+    def watch(self, after_version: int = 0) -> Watch:
+        """The match's events after ``after_version``, as they happen, until the match ends.
+
+        A dropped stream is resumed after the last complete version: every event arrives once.
+        """
+        return Watch(self, after_version)
+
+
+class Watch(Iterator[game_pb2.MatchEvent]):
+    """An iterator of a seat's match events that survives dropped streams.
+
+    It ends after the match's last event. ``after_version`` is the last version whose events
+    all arrived (resume a later watch from it); ``close()`` stops it from another thread.
+
+    Raises (while iterating):
+        BasraError: a rejection (e.g. ``OutOfRangeError``), or ``UnavailableError`` when
+            the policy's reconnections in a row all failed.
+    """
+
+    def __init__(self, seat: Seat, after_version: int) -> None:
+        self._seat = seat
+        self._resumption = _core.Resumption(after_version)
+        self._stream: grpc.Call | None = None
+        self._closed = False
+        self._events = self._run()
+
+    @property
+    def after_version(self) -> int:
+        return self._resumption.after_version
+
+    def __next__(self) -> game_pb2.MatchEvent:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stop the watch: the iteration ends."""
+        self._closed = True
+        if self._stream is not None:
+            self._stream.cancel()  # type: ignore[no-untyped-call]  # untyped in grpc-stubs
+
+    def _run(self) -> Iterator[game_pb2.MatchEvent]:
+        client = self._seat.match.client
+        resumption = self._resumption
+        delays = client.retry.delays()
+        while not self._closed:
+            request = pb.WatchMatchRequest(
+                match_id=self._seat.match.id, after_version=resumption.after_version
+            )
+            resumption.reconnecting()
+            stream = client.stub.WatchMatch(request, metadata=self._seat._metadata)
+            self._stream = stream
+            error: BasraError | None = None
+            try:
+                for response in stream:
+                    if resumption.accept(response.event):
+                        delays = client.retry.delays()  # progress: a fresh budget
+                        yield response.event
+                        if resumption.ended:
+                            stream.cancel()  # type: ignore[no-untyped-call]
+                            return
+            except grpc.RpcError as rpc_error:
+                if self._closed:
+                    return
+                error = BasraError.of(rpc_error)
+                if error.code not in (*RETRIED, grpc.StatusCode.CANCELLED):
+                    raise error from None
+            else:
+                # The server ended the stream without the match's end: it drained, aged the
+                # connection out, or the match was over with nothing left to send.
+                view = self._seat.view()
+                if view.status == game_pb2.MATCH_STATUS_MATCH_OVER and (
+                    resumption.after_version >= view.version
+                ):
+                    return
+                delays = client.retry.delays()  # the server answered: count failures in a row
+            delay = next(delays, None)
+            if delay is None:
+                raise error or UnavailableError(
+                    grpc.StatusCode.UNAVAILABLE, "the watch stream kept ending"
+                )
+            time.sleep(client.retry.wait(delay, error.retry_after if error else None))

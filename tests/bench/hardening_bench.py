@@ -1,0 +1,118 @@
+"""Hardening figures: what a finished match keeps in Redis, and a server's memory under the
+half-open request flood of issue 9 (250 connections x 100 streams, headers and one byte each)."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import grpc
+
+from basra.client.match import card_pb
+from basra.service.store import keys
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
+from tests.bench.service_bench import process, script, serve_command
+from tests.halfopen import Attack, half_open, rss_bytes
+from tests.support import RedisProcess, free_port
+
+
+async def finished_match(target: str) -> tuple[str, int]:
+    """Play one whole match (seeded, scripted); returns its id and the number of versions."""
+    seed = 31337
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = basra_service_pb2_grpc.BasraServiceStub(channel)
+        created = await stub.Deal(pb.DealRequest(seed=seed, request_id=str(uuid.uuid4())))
+        tokens = {t.seat: t.token for t in created.seat_tokens}
+        steps = script(seed)
+        for step in steps:
+            metadata = (("authorization", f"Bearer {tokens[step.seat]}"),)
+            if step.card is None:
+                await stub.Deal(pb.DealRequest(match_id=created.match_id), metadata=metadata)
+            else:
+                await stub.Play(
+                    pb.PlayRequest(
+                        match_id=created.match_id, card=card_pb(step.card), plan_id=step.plan
+                    ),
+                    metadata=metadata,
+                )
+        return created.match_id, len(steps) + 1
+
+
+async def flood(port: int, pid: int, connections: int, streams: int) -> tuple[Attack, int, float]:
+    """Hold the half-open streams until the server has ended every one (or 60 s); returns the
+    attack, the peak RSS seen and the seconds until every stream was ended."""
+    attack, stop = Attack(), asyncio.Event()
+    task = asyncio.ensure_future(half_open("127.0.0.1", port, connections, streams, stop, attack))
+    peak, started = rss_bytes(pid), time.monotonic()
+    while time.monotonic() - started < 60 and not (
+        attack.opened == connections * streams and attack.answered == attack.opened
+    ):
+        await asyncio.sleep(0.1)
+        peak = max(peak, rss_bytes(pid))
+    took = time.monotonic() - started
+    stop.set()
+    await task
+    return attack, peak, took
+
+
+def hardening_figures(connections: int = 250, streams: int = 100) -> dict[str, float]:
+    """Measure and print the figures; returns them for the JSON summary."""
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        redis_process = RedisProcess(Path(tmp) / "redis")
+        redis_process.start()
+        try:
+            target = f"127.0.0.1:{free_port()}"
+            with process(serve_command(target, redis_process.url), target):
+                match_id, versions = asyncio.run(finished_match(target))
+            client = redis_process.client()
+            used = sum(
+                int(client.memory_usage(key, samples=0) or 0)
+                for key in (keys.match_key(match_id), keys.events_key(match_id))
+            )
+            ttl_s = min(
+                client.pttl(k) for k in (keys.match_key(match_id), keys.events_key(match_id))
+            )
+            figures["finished_match_bytes"] = float(used)
+            print(
+                f"finished match: {used:,} bytes in Redis ({versions} versions), expiring in "
+                f"{ttl_s / 1000:.0f} s (BASRA_FINISHED_TTL_SECONDS) instead of 7 days"
+            )
+        finally:
+            redis_process.stop()
+
+    port = free_port()
+    target = f"127.0.0.1:{port}"
+    command = [
+        *serve_command(target, "redis://unused")[:2],
+        *("--store", "embedded", "--listen", target, "--metrics-port", "off"),
+        *("--log-level", "ERROR"),
+    ]
+    with process(command, target) as server:
+        time.sleep(1)  # let start-up allocations settle before the baseline
+        base = rss_bytes(server.pid)
+        attack, peak, took = asyncio.run(flood(port, server.pid, connections, streams))
+        after = rss_bytes(server.pid)
+    print(
+        f"half-open flood, {connections} connections x {streams} streams (default limits): "
+        f"RSS {base / 2**20:.0f} MiB -> peak {peak / 2**20:.0f} MiB, {after / 2**20:.0f} MiB "
+        f"after; {attack.answered:,} of {attack.opened:,} streams ended by the server in "
+        f"{took:.1f} s"
+    )
+    figures.update(
+        {
+            "halfopen_streams": float(attack.opened),
+            "halfopen_streams_ended": float(attack.answered),
+            "halfopen_base_rss_mib": round(base / 2**20, 1),
+            "halfopen_peak_rss_mib": round(peak / 2**20, 1),
+        }
+    )
+    return figures
+
+
+if __name__ == "__main__":
+    print(hardening_figures())

@@ -1,0 +1,79 @@
+"""The ``basra-engine`` command itself: its version and its help."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from basra.cli import version
+from basra.service.config import Settings
+from tests.cli.test_oracle import COMMAND
+from tests.support import ServerThread
+
+
+def command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([COMMAND, *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_version_prints_the_installed_version() -> None:
+    result = command("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"basra-engine {version()}\n"
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", version())
+
+
+@pytest.mark.parametrize(
+    ("subcommand", "defaults"),
+    [
+        ("plans", ["(default: an empty floor)", "(default: letters)"]),
+        ("demo", ["(default: localhost:50051)", "(default: symbols)", "(default: 0, no pause)"]),
+        ("play", ["(default: localhost:50051)", "(default: symbols)"]),
+    ],
+)
+def test_every_help_shows_the_defaults(subcommand: str, defaults: list[str]) -> None:
+    result = command(subcommand, "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())  # argparse wraps lines
+    for default in defaults:
+        assert default in text
+
+
+def test_ctrl_c_stops_a_paced_demo_at_once_and_cleanly() -> None:
+    server = ServerThread(Settings(allow_seeds=True, metrics_port=None))
+    try:
+        process = subprocess.Popen(
+            [COMMAND, "demo", "--target", server.target, "--pace", "600"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:  # wait for the first play, then the long pause
+                if re.match(r" +1\. seat", line):
+                    break
+            # Sent through a gRPC thread (kill() with its id hands it that thread first), a
+            # signal does not wake the main thread's sleep: the demo must not wait 600 s.
+            pid = process.pid
+            deadline = time.monotonic() + 30
+            while Path(f"/proc/{pid}/wchan").read_text() != "hrtimer_nanosleep":
+                assert time.monotonic() < deadline, "the demo never paused"
+                time.sleep(0.01)  # a polling interval, not a wait for the outcome
+            threads = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+            assert threads
+            os.kill(threads[0], signal.SIGINT)
+            _, errors = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=30)
+    finally:
+        server.stop()
+    assert process.returncode == 130
+    assert "Traceback" not in errors

@@ -1,0 +1,228 @@
+"""``basra-engine serve`` run as an operator runs it: start-up errors are one line naming the
+flag, the metrics server binds like the gRPC one, and ``make run`` stops at once on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.support import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+_FOUND = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
+assert _FOUND, "the basra-engine console command is installed with the package"
+COMMAND: str = _FOUND
+# No BASRA_* or REDIS_URL from the caller's environment: each test says what it sets.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_") and k != "REDIS_URL"}
+
+
+def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """A serve command expected to exit by itself (a start-up error)."""
+    return subprocess.run(
+        [COMMAND, "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**CLEAN_ENV, **(env or {})},
+    )
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A loopback port some other program is listening on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_a_busy_grpc_port_is_one_line_naming_the_port_and_the_flag(busy_port: int) -> None:
+    result = serve("--store", "embedded", "--listen", f"127.0.0.1:{busy_port}")
+    assert result.returncode == 1
+    line = one_line_error(result)
+    assert line.startswith("basra-engine serve: error: cannot listen on 127.0.0.1:"), line
+    assert f":{busy_port} (--listen)" in line
+
+
+def test_a_busy_metrics_port_is_one_line_naming_the_port_and_the_flag(busy_port: int) -> None:
+    result = serve(
+        "--store",
+        "embedded",
+        "--listen",
+        f"127.0.0.1:{free_port()}",
+        "--metrics-port",
+        str(busy_port),
+    )
+    assert result.returncode == 1
+    line = one_line_error(result)
+    assert f"cannot serve metrics on 127.0.0.1 port {busy_port} (--metrics-port" in line, line
+    assert "in use" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ([], {}, "no store chosen"),
+        ([], {"REDIS_URL": ""}, "$REDIS_URL is set but empty"),
+        (["--store", "embedded"], {"BASRA_API_KEY": " "}, "$BASRA_API_KEY is set but empty"),
+        (["--store", "embedded", "--drain-seconds", "-5"], {}, "--drain-seconds must be 0 or"),
+        (["--store", "embedded", "--metrics-port", "nine"], {}, "argument --metrics-port: must"),
+    ],
+)
+def test_bad_configuration_is_refused_at_start_up_in_one_line(
+    args: list[str], env: dict[str, str], message: str
+) -> None:
+    result = serve(*args, env=env)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr
+    assert lines[-1].startswith("basra-engine serve: error: "), lines
+    assert message in lines[-1]
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses with a listening TCP socket on ``port`` (from /proc/net/tcp*)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not Path(table).exists():
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                if len(raw) == 4:
+                    found.add(socket.inet_ntop(socket.AF_INET, raw[::-1]))
+                else:
+                    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                    found.add(socket.inet_ntop(socket.AF_INET6, words))
+    return found
+
+
+class Running:
+    """A serve process with its stderr in a file (never a pipe that could fill)."""
+
+    def __init__(self, command: list[str], log: Path, cwd: Path | None = None) -> None:
+        self.log = log
+        with log.open("wb") as output:
+            self.process = subprocess.Popen(
+                command, stdout=output, stderr=output, env=CLEAN_ENV, cwd=cwd
+            )
+
+    def wait_serving(self, port: int) -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            deadline = time.monotonic() + 60
+            while True:
+                assert self.process.poll() is None, self.log.read_text()
+                try:
+                    stub.Check(health_pb2.HealthCheckRequest(service="liveness"), timeout=1)
+                    return
+                except grpc.RpcError:
+                    assert time.monotonic() < deadline, self.log.read_text()
+                    time.sleep(0.1)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def test_metrics_bind_the_listen_host_unless_told_otherwise(tmp_path: Path) -> None:
+    grpc_port, metrics_port = free_port(), free_port()
+    running = Running(
+        [
+            COMMAND,
+            "serve",
+            "--store",
+            "embedded",
+            "--listen",
+            f"127.0.0.1:{grpc_port}",
+            "--metrics-port",
+            str(metrics_port),
+        ],
+        tmp_path / "serve.log",
+    )
+    try:
+        running.wait_serving(grpc_port)
+        assert listening_addresses(metrics_port) == {"127.0.0.1"}
+        url = f"http://127.0.0.1:{metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as page:
+            assert b"basra_store_up" in page.read()
+    finally:
+        running.close()
+    other = free_port()
+    running = Running(
+        [
+            COMMAND,
+            "serve",
+            "--store",
+            "embedded",
+            "--listen",
+            f"127.0.0.1:{grpc_port}",
+            "--metrics-host",
+            "0.0.0.0",
+            "--metrics-port",
+            str(other),
+        ],
+        tmp_path / "serve2.log",
+    )
+    try:
+        running.wait_serving(grpc_port)
+        assert listening_addresses(other) == {"0.0.0.0"}
+    finally:
+        running.close()
+
+
+def make_run_command(port: int) -> list[str]:
+    """The command of the Makefile's ``run`` target, on ``port`` instead of 50051."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe, "the Makefile has no run target"
+    words = shlex.split(recipe.group(1).replace("$(BIN)/", ""))
+    assert words[:2] == ["basra-engine", "serve"]
+    words[words.index("--listen") + 1] = f"127.0.0.1:{port}"
+    return [COMMAND, *words[1:], "--metrics-port", "off"]
+
+
+def test_make_run_serves_the_embedded_store_and_stops_at_once_on_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    command = make_run_command(port)
+    assert "--store" in command
+    assert command[command.index("--store") + 1] == "embedded"
+    running = Running(command, tmp_path / "run.log")
+    try:
+        running.wait_serving(port)
+        running.process.send_signal(signal.SIGINT)
+        # No production drain: a drain would hold the process for a quarter of it (5 s) before
+        # it even stops accepting calls; here it exits straight away (60 s is only a backstop).
+        assert running.process.wait(timeout=60) == 0
+    finally:
+        running.close()
+    messages = [json.loads(line)["msg"] for line in running.log.read_text().splitlines()]
+    assert messages[-2:] == ["draining", "stopped"]
+    draining = json.loads(running.log.read_text().splitlines()[-2])
+    assert draining["grace_s"] == 0

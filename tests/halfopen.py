@@ -1,0 +1,136 @@
+"""Half-open gRPC requests, written as raw HTTP/2 frames: each stream sends its headers and one
+byte of a request message, then nothing. A well-behaved gRPC client cannot do this, which is why
+the frames are written by hand (HPACK literals, no compression: RFC 7540 and RFC 7541).
+
+Used by the service tests (scaled down) and by ``make bench`` (issue 9's 250 x 100).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from dataclasses import dataclass, field
+from typing import Final
+
+PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7
+END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
+
+
+def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    return struct.pack(">I", len(payload))[1:] + bytes((kind, flags)) + struct.pack(">I", stream)
+
+
+def _literal(name: str, value: str) -> bytes:
+    """An HPACK literal header field without indexing, new name, no Huffman coding."""
+    out = b"\x00"
+    for text in (name.encode(), value.encode()):
+        assert len(text) < 127
+        out += bytes((len(text),)) + text
+    return out
+
+
+def request_headers(authority: str, path: str) -> bytes:
+    return b"".join(
+        _literal(name, value)
+        for name, value in (
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", path),
+            (":authority", authority),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+        )
+    )
+
+
+@dataclass
+class Attack:
+    """What happened to the streams of an attack."""
+
+    opened: int = 0
+    answered: int = 0
+    """Streams the server ended (trailers with END_STREAM, or RST_STREAM)."""
+    connections_closed: int = 0
+    ended: set[tuple[int, int]] = field(default_factory=set)
+
+
+async def _connection(
+    index: int,
+    host: str,
+    port: int,
+    streams: int,
+    path: str,
+    attack: Attack,
+    stop: asyncio.Event,
+) -> None:
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(PREFACE + frame(SETTINGS, 0, 0))
+    headers = request_headers(f"{host}:{port}", path)
+    # A gRPC message is a 5-byte prefix (compressed flag, length) then the body: one byte of it.
+    for n in range(streams):
+        stream = 2 * n + 1
+        writer.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
+        writer.write(frame(DATA, 0, stream, b"\x00") + b"\x00")
+        attack.opened += 1
+    await writer.drain()
+
+    async def read() -> None:
+        while True:
+            head = await reader.readexactly(9)
+            length = int.from_bytes(head[:3], "big")
+            kind, flags = head[3], head[4]
+            stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+            payload = await reader.readexactly(length)
+            if kind == SETTINGS and not flags & ACK:
+                writer.write(frame(SETTINGS, ACK, 0))
+            elif kind == PING and not flags & ACK:
+                writer.write(frame(PING, ACK, 0, payload) + payload)
+            elif (kind == RST_STREAM or (kind == HEADERS and flags & END_STREAM)) and (
+                index,
+                stream,
+            ) not in attack.ended:
+                attack.ended.add((index, stream))
+                attack.answered += 1
+            elif kind == GOAWAY:
+                return
+
+    reading = asyncio.ensure_future(read())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((reading, stopping), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (reading, stopping):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError, EOFError):
+                await task
+        attack.connections_closed += 1
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+async def half_open(
+    host: str,
+    port: int,
+    connections: int,
+    streams: int,
+    stop: asyncio.Event,
+    attack: Attack,
+    path: str = "/basra.v1.BasraService/GetMatch",
+) -> None:
+    """Open ``connections`` x ``streams`` half-open requests and hold them until ``stop``."""
+    await asyncio.gather(
+        *(_connection(i, host, port, streams, path, attack, stop) for i in range(connections)),
+        return_exceptions=True,
+    )
+
+
+def rss_bytes(pid: int) -> int:
+    """The resident set size of a process, from /proc."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for {pid}")

@@ -1,0 +1,146 @@
+"""Who may create matches and replay a creation: a creating request_id recovers the seat tokens
+on a retry, so it must not be guessable or shared (a random UUID, AIP-155, scoped to the
+caller's API key); and one caller's creations must not starve the others (per-caller limits)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import grpc
+import pytest
+import redis
+
+from basra.client.match import MatchClient, Rejection
+from basra.service.ratelimit import CallerBuckets, peer_host
+from basra.v1 import basra_service_pb2 as pb
+from tests.service.conftest import rpc_error
+from tests.support import ServerThread
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    [
+        "lobby-room-000042",
+        "a" * 16,
+        "short",
+        str(uuid.uuid1()),  # a timestamp and a MAC address, not random
+        str(uuid.uuid3(uuid.NAMESPACE_DNS, "lobby")),  # a hash of a guessable name
+        "{" + str(uuid.uuid4()) + "}",
+        str(uuid.uuid4()).replace("-", ""),
+    ],
+)
+def test_a_creating_request_id_must_be_a_random_uuid(
+    server: ServerThread, redis_url: str, request_id: str
+) -> None:
+    error = rpc_error(
+        lambda: server.channel.unary_unary(
+            "/basra.v1.BasraService/Deal",
+            request_serializer=pb.DealRequest.SerializeToString,
+            response_deserializer=pb.DealResponse.FromString,
+        )(pb.DealRequest(seed=1, request_id=request_id))
+    )
+    rejection = Rejection.of(error)
+    assert (rejection.code, rejection.reason) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_ARGUMENT",
+    )
+    assert rejection.metadata == {"field": "request_id"}
+    assert "random UUID" in rejection.message
+    assert redis.Redis.from_url(redis_url).keys("basra:{*") == [], "nothing was created"
+
+
+def test_a_random_uuid_creates_and_its_retry_returns_the_same_tokens(server: ServerThread) -> None:
+    request_id = str(uuid.uuid4()).upper()  # any case
+    _, first = MatchClient.create(server.channel, seed=3, request_id=request_id)
+    _, again = MatchClient.create(server.channel, seed=3, request_id=request_id)
+    assert again == first
+
+
+def test_the_same_request_id_under_another_api_key_is_another_match(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    lobby = start_server(redis_url=redis_url, api_key="lobby-key")
+    other = start_server(redis_url=redis_url, api_key="other-key")
+    request_id = str(uuid.uuid4())
+    mine, created = MatchClient.create(
+        lobby.channel, seed=5, request_id=request_id, api_key="lobby-key"
+    )
+    # Another caller (another key, same store) sends the same id: it neither replays the
+    # creation nor learns the tokens; it creates a match of its own.
+    theirs, their_response = MatchClient.create(
+        other.channel, seed=5, request_id=request_id, api_key="other-key"
+    )
+    assert theirs.match_id != mine.match_id
+    assert set(theirs.tokens.values()).isdisjoint(mine.tokens.values())
+    # The owner's retry still answers with its own tokens.
+    _, retried = MatchClient.create(
+        lobby.channel, seed=5, request_id=request_id, api_key="lobby-key"
+    )
+    assert retried == created
+    assert their_response != created
+
+
+def test_creations_are_limited_per_caller_as_well_as_per_replica() -> None:
+    """One caller's flood spends its own bucket, not everyone's: another address still creates.
+    The server listens on every address, so 127.0.0.1 and ::1 are two callers."""
+    from dataclasses import replace as with_
+
+    from tests.service.conftest import BASE
+
+    settings = with_(
+        BASE, caller_create_rate=0.001, caller_create_burst=3, create_rate=0.001, create_burst=5
+    )
+    server = ServerThread(settings, listen="[::]:0")
+    try:
+        flooder = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+        other = grpc.insecure_channel(f"[::1]:{server.port}")
+        for _ in range(3):
+            MatchClient.create(flooder, seed=1)
+        refused = Rejection.of(rpc_error(lambda: MatchClient.create(flooder, seed=1)))
+        assert (refused.code, refused.reason) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "RATE_LIMITED",
+        )
+        assert refused.metadata["scope"] == "caller"
+        assert refused.retry_after_s is not None
+        assert refused.retry_after_s > 0
+        # The other caller is not starved by the flood...
+        MatchClient.create(other, seed=1)
+        MatchClient.create(other, seed=1)
+        # ...until the replica's own limit (5 in all) is reached.
+        refused = Rejection.of(rpc_error(lambda: MatchClient.create(other, seed=1)))
+        assert refused.metadata["scope"] == "replica"
+        flooder.close()
+        other.close()
+    finally:
+        server.stop()
+
+
+def test_caller_buckets_keep_a_bounded_number_of_callers() -> None:
+    now = [0.0]
+    buckets = CallerBuckets(rate=1.0, burst=1, max_callers=3, clock=lambda: now[0])
+    assert buckets.bucket("a").take() == 0
+    for name in ("b", "c", "d"):
+        buckets.bucket(name)
+    assert len(buckets) == 3  # "a", the least recent, was forgotten
+    assert buckets.bucket("d").take() == 0
+    assert buckets.bucket("d").take() == 1.0  # empty: a second to wait
+
+
+@pytest.mark.parametrize(
+    ("peer", "host"),
+    [
+        ("ipv4:127.0.0.1:50000", "127.0.0.1"),
+        ("ipv6:[::1]:50000", "::1"),
+        ("ipv6:[2001:db8::7]:443", "2001:db8::7"),
+        ("10.1.2.3:8080", "10.1.2.3"),
+        ("10.1.2.3", "10.1.2.3"),
+        ("2001:db8::7", "2001:db8::7"),
+        ("::1:54321", "::1"),  # ASGI's host:port, IPv6 without brackets
+        ("2001:db8::7:8080", "2001:db8::7:8080"),  # itself an address: taken whole
+        ("unix:/tmp/socket", "unix:/tmp/socket"),
+    ],
+)
+def test_the_caller_of_a_peer_is_its_host_without_the_port(peer: str, host: str) -> None:
+    assert peer_host(peer) == host
