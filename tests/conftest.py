@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,3 +50,18 @@ def aof_redis(tmp_path: Path) -> Iterator[RedisProcess]:
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture(autouse=True)
+def _engine_caches_cleared_under_mutation() -> None:
+    """Under mutmut (`make mutation`), every test computes afresh: a result cached by an earlier
+    test would hide which tests reach a function (mutmut runs only those on its mutants) and
+    would keep a mutant's answers from showing."""
+    if "MUTANT_UNDER_TEST" not in os.environ:
+        return
+    for name, module in list(sys.modules.items()):
+        if name.startswith("basra.engine"):
+            for value in list(vars(module).values()):
+                clear = getattr(value, "cache_clear", None)
+                if callable(clear):
+                    clear()
