@@ -13,6 +13,11 @@ from basra.engine.cards import Card
 
 def reference_plans(floor: list[Card], card: Card) -> list[tuple[frozenset[Card], bool, bool]]:
     """(captured set, basra, sweep) of each plan, in RULES.md's order, at most 12."""
+    return every_plan(floor, card)[:12]
+
+
+def every_plan(floor: list[Card], card: Card) -> list[tuple[frozenset[Card], bool, bool]]:
+    """(captured set, basra, sweep) of each plan, in RULES.md's order, before the cap of 12."""
     if not floor:
         return []
     if str(card)[:-1] == "J":
@@ -45,7 +50,7 @@ def reference_plans(floor: list[Card], card: Card) -> list[tuple[frozenset[Card]
     def order(s: frozenset[Card]) -> tuple[int, int, list[int]]:
         return (-len(s), -sum(c.points for c in s), sorted(int(c) for c in s))
 
-    return [(s, s == frozenset(floor), False) for s in sorted(captured_sets, key=order)][:12]
+    return [(s, s == frozenset(floor), False) for s in sorted(captured_sets, key=order)]
 
 
 class OverBudgetError(Exception):

@@ -10,8 +10,13 @@ from hypothesis import strategies as st
 
 from basra.engine import TRADITIONAL, Card, capture_plans, parse_cards
 from basra.engine.cards import CARDS, format_cards
-from basra.engine.plans import MAX_PLANS
-from tests.engine.reference import OverBudgetError, plans_by_order, reference_plans
+from basra.engine.plans import MAX_PLANS, plan_count
+from tests.engine.reference import (
+    OverBudgetError,
+    every_plan,
+    plans_by_order,
+    reference_plans,
+)
 from tests.profiles import examples
 
 
@@ -290,3 +295,24 @@ def test_crafted_floors_of_many_equal_values_offer_the_first_twelve_of_the_order
         expected = plans_by_order(floor, card, budget=200_000)
         assert offered(floor, card) == expected, text
     assert any(len(plans_by_order(floor, Card.parse(t), 200_000)) == MAX_PLANS for t in cards)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.data())
+def test_plan_count_counts_every_plan_before_the_cap(data: st.DataObject) -> None:
+    """plan_count says how many plans exist, the 12 offered and those left out."""
+    pool = POOLS[data.draw(st.sampled_from(["small", "any"]), label="pool")]
+    floor = data.draw(st.lists(st.sampled_from(pool), unique=True, max_size=11), label="floor")
+    card = data.draw(st.sampled_from([c for c in CARDS if c not in floor]), label="card")
+    expected = len(every_plan(floor, card))
+    assert plan_count(floor, card) == expected
+    assert len(capture_plans(floor, card)) == min(expected, MAX_PLANS)
+
+
+def test_plan_count_on_a_floor_of_more_than_twelve_plans() -> None:
+    floor = parse_cards("AC AD AH AS 2C 2D 2H 2S 3C 3D 3H 3S 4C 4D 4H 4S 5C 5D 5H 5S")
+    card = Card.parse("6S")
+    assert plan_count(floor, card) > MAX_PLANS == len(capture_plans(floor, card))
+    assert plan_count(parse_cards("QS 9D"), Card.parse("8C")) == 0
+    assert plan_count(parse_cards("QS 9D"), Card.parse("JC")) == 1
+    assert plan_count([], Card.parse("7D")) == 0
