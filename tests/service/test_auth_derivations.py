@@ -41,6 +41,6 @@ def test_a_random_match_id_holds_128_bits_in_22_characters() -> None:
 def test_sealed_tokens_refuse_another_request_id_with_a_clear_message() -> None:
     raws = [bytes(range(32)), bytes(range(32, 64))]
     sealed = auth.seal_tokens("request-0001-abcdef", raws)
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(ValueError, match=r"^sealed tokens do not open") as refused:
         auth.open_tokens("request-0002-abcdef", sealed, 2)
     assert str(refused.value) == "sealed tokens do not open with this request_id"
