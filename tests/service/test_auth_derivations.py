@@ -14,6 +14,7 @@ import re
 import pytest
 
 from basra.service import auth
+from basra.service.errors import ServiceError
 
 
 def test_request_hash_is_the_first_16_bytes_of_a_prefixed_sha256() -> None:
@@ -44,3 +45,20 @@ def test_sealed_tokens_refuse_another_request_id_with_a_clear_message() -> None:
     with pytest.raises(ValueError, match=r"^sealed tokens do not open") as refused:
         auth.open_tokens("request-0002-abcdef", sealed, 2)
     assert str(refused.value) == "sealed tokens do not open with this request_id"
+
+
+def test_token_refusals_tell_the_caller_what_to_send() -> None:
+    with pytest.raises(ServiceError) as missing:
+        auth.bearer_token([("authorization", "Basic abc")])
+    assert (missing.value.reason, str(missing.value)) == (
+        "TOKEN_MISSING",
+        "send the seat token as 'authorization: Bearer <token>' metadata",
+    )
+    with pytest.raises(ServiceError) as invalid:
+        auth.seat_of("nope", [auth.token_hash("a"), auth.token_hash("b")])
+    assert (invalid.value.reason, str(invalid.value)) == (
+        "TOKEN_INVALID",
+        "the seat token is not valid here",
+    )
+    assert auth.seat_of("b", [auth.token_hash("a"), auth.token_hash("b")]) == 1
+    assert auth.seat_of("a", [auth.token_hash("a"), auth.token_hash("b")]) == 0
