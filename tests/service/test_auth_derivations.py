@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -62,3 +64,52 @@ def test_token_refusals_tell_the_caller_what_to_send() -> None:
     )
     assert auth.seat_of("b", [auth.token_hash("a"), auth.token_hash("b")]) == 1
     assert auth.seat_of("a", [auth.token_hash("a"), auth.token_hash("b")]) == 0
+
+
+@pytest.mark.parametrize(
+    ("call", "reason", "violations", "message"),
+    [
+        (lambda: auth.check_api_key([], "k"), "API_KEY_MISSING", {}, "send 'x-api-key' metadata"),
+        (
+            lambda: auth.check_api_key([("x-api-key", "j")], "k"),
+            "API_KEY_INVALID",
+            {},
+            "the API key is not valid",
+        ),
+        (
+            lambda: auth.check_match_id("short"),
+            "INVALID_ARGUMENT",
+            {"match_id": "must be 16 to 64 characters of A-Z a-z 0-9 _ -"},
+            None,
+        ),
+        (
+            lambda: auth.check_request_id("a b"),
+            "INVALID_ARGUMENT",
+            {"request_id": "must be 1 to 128 printable ASCII characters"},
+            None,
+        ),
+    ],
+)
+def test_each_refusal_says_what_is_expected(
+    call: Callable[[], object],
+    reason: str,
+    violations: dict[str, str],
+    message: str | None,
+) -> None:
+    with pytest.raises(ServiceError) as refused:
+        call()
+    assert refused.value.reason == reason
+    assert refused.value.field_violations == violations
+    if message is not None:
+        assert str(refused.value) == message
+
+
+def test_well_formed_ids_and_the_configured_key_pass() -> None:
+    auth.check_api_key([("X-Api-Key", "k")], "k")
+    auth.check_api_key([], None)
+    assert auth.check_match_id("A" * 16) == "A" * 16
+    assert auth.check_match_id("z" * 64) == "z" * 64
+    assert auth.check_request_id("") == ""
+    assert auth.check_request_id("~" * 128) == "~" * 128
+    creating = str(uuid.uuid4())
+    assert auth.check_request_id(creating, creating=True) == creating
