@@ -113,3 +113,9 @@ def test_well_formed_ids_and_the_configured_key_pass() -> None:
     assert auth.check_request_id("~" * 128) == "~" * 128
     creating = str(uuid.uuid4())
     assert auth.check_request_id(creating, creating=True) == creating
+
+
+def test_the_caller_scope_is_a_prefixed_digest_of_the_api_key_or_nothing() -> None:
+    digest = hashlib.sha256(b"basra/caller/k3y").hexdigest()[:32]
+    assert auth.caller_scope("k3y") == digest + "/"
+    assert auth.caller_scope(None) == ""
