@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import re
 import uuid
 from collections.abc import Callable
@@ -119,3 +120,32 @@ def test_the_caller_scope_is_a_prefixed_digest_of_the_api_key_or_nothing() -> No
     digest = hashlib.sha256(b"basra/caller/k3y").hexdigest()[:32]
     assert auth.caller_scope("k3y") == digest + "/"
     assert auth.caller_scope(None) == ""
+
+
+def test_match_ids_keep_every_character_of_their_base64url_digest() -> None:
+    """Only the '=' padding is cut: ids ending in any other character keep it (here an 'X')."""
+    for n in range(10_000):
+        request_id = f"req-{n:012d}"
+        digest = hashlib.sha256(b"basra/match-id/" + request_id.encode()).digest()[:16]
+        expected = base64.urlsafe_b64encode(digest).decode().removesuffix("==")
+        if expected.endswith("X"):
+            break
+    assert expected.endswith("X")
+    assert auth.match_id_for(request_id) == expected
+
+
+def test_a_fingerprint_is_the_rpc_a_zero_byte_and_the_request_hashed() -> None:
+    expected = hashlib.sha256(b"Play\0" + b"\x0a\x02hi").digest()[:16]
+    assert auth.fingerprint("Play", b"\x0a\x02hi") == expected
+
+
+def test_sealed_tokens_are_an_hmac_keystream_and_tag_under_the_request_id() -> None:
+    """An independent computation of seal_tokens' documented construction."""
+    request_id, raws = "request-0001-abcdef", [bytes(range(32)), bytes(range(32, 64))]
+    key = hashlib.sha256(b"basra/seal-key/" + request_id.encode()).digest()
+    stream = b"".join(
+        hmac.new(key, b"stream" + i.to_bytes(4, "big"), hashlib.sha256).digest() for i in (0, 1)
+    )
+    body = bytes(a ^ b for a, b in zip(b"".join(raws), stream, strict=True))
+    tag = hmac.new(key, b"tag" + body, hashlib.sha256).digest()[:16]
+    assert auth.seal_tokens(request_id, raws) == body + tag
