@@ -9,7 +9,7 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from basra.engine import TRADITIONAL, Card, capture_plans, parse_cards
-from basra.engine.cards import CARDS, format_cards
+from basra.engine.cards import CARDS, format_cards, mask_of
 from basra.engine.plans import MAX_PLANS, plan_count
 from tests.engine.reference import (
     OverBudgetError,
@@ -306,6 +306,7 @@ def test_plan_count_counts_every_plan_before_the_cap(data: st.DataObject) -> Non
     card = data.draw(st.sampled_from([c for c in CARDS if c not in floor]), label="card")
     expected = len(every_plan(floor, card))
     assert plan_count(floor, card) == expected
+    assert plan_count(mask_of(floor), card) == expected  # a floor given as a mask
     assert len(capture_plans(floor, card)) == min(expected, MAX_PLANS)
 
 
