@@ -89,6 +89,15 @@ def test_token_refusals_tell_the_caller_what_to_send() -> None:
             {"request_id": "must be 1 to 128 printable ASCII characters"},
             None,
         ),
+        (
+            lambda: auth.check_request_id("x" * 36, creating=True),
+            "INVALID_ARGUMENT",
+            {
+                "request_id": "must be a random UUID (version 4, e.g. "
+                "3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c) to create a match: it guards the seat tokens"
+            },
+            None,
+        ),
     ],
 )
 def test_each_refusal_says_what_is_expected(
