@@ -1,6 +1,6 @@
 # The two quick-start commands are `make run` and `make test`: they build .venv, install, generate,
-# then serve / test. `make run` needs Python >= 3.11 and make; `make test` also needs Node.js 20+
-# and npm, and installs redis-server and kubectl with apt-get when they are missing.
+# then serve / test. `make run` needs Python >= 3.11, make, Node.js 20+ and npm (the web table);
+# `make test` also installs redis-server, kubectl and chromium with apt-get when they are missing.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -14,6 +14,8 @@ TOOLS := $(VENV)/.tools
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 GEN := basra/v1/.generated
+ENGINE := basra/engine/.compiled
+ENGINE_SOURCES := $(filter-out basra/engine/__init__.py,$(wildcard basra/engine/*.py))
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
 # The last released contract: buf breaking compares proto/ with it (README, "Contract releases").
 RELEASED := proto/released.json
@@ -26,6 +28,15 @@ GATEWAY_API := tests/deploy/gateway_api
 GATEWAY_API_MODULES := $(GATEWAY_API)/node_modules/.package-lock.json
 
 .PHONY: help setup run test lint typecheck unit bench golden redis-server kubectl contract-release clean
+.PHONY: web chromium screenshot clean-web
+
+# The web table (web/): npm packages from its lock file, stubs by buf, bundled by esbuild into
+# web/dist, which `basra-engine serve` serves at / on its HTTP port.
+WEB := web
+WEB_MODULES := $(WEB)/node_modules/.package-lock.json
+WEB_STUBS := $(WEB)/gen/.generated
+WEB_DIST := $(WEB)/dist/index.html
+WEB_SOURCES := $(shell find $(WEB)/src -name '*.ts') $(addprefix $(WEB)/,index.html style.css build.mjs tsconfig.json)
 
 # Every target with a `## ` comment is listed by `make help`.
 help: ## list the targets
@@ -38,6 +49,7 @@ $(TOOLS): constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf protoc-gen-connectrpc
+	$(PIP) install -c constraints.txt mypy 'setuptools>=77'  # mypyc and setup.py build the engine
 	@touch $@
 
 # Generated Python stubs: built from proto/ by buf into basra/v1, never committed (ignored), so
@@ -50,19 +62,32 @@ $(GEN): $(TOOLS) $(PROTOS)
 
 # Stage 2: the package itself (editable) with its runtime dependencies, pinned; the suite's tools
 # (pytest, mypy, ruff, ...) come on top for the test targets only.
-$(RUNTIME): $(GEN) pyproject.toml constraints.txt
-	$(PIP) install -c constraints.txt -e .
+# (The engine is compiled by its own step, $(ENGINE), not by these editable installs.)
+$(RUNTIME): $(GEN) pyproject.toml constraints.txt setup.py
+	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt -e .
 	@touch $@
 
 $(STAMP): $(RUNTIME)
-	$(PIP) install -c constraints.txt -e '.[dev]'
+	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt -e '.[dev]'
 	@touch $@
 
-setup: $(STAMP) ## set up .venv (package, stubs, test and lint tools) and stop
+# The compiled engine: mypyc (from mypy, pinned with the generators) builds basra/engine in place,
+# beside its sources, and again whenever one changes (an editable install would not notice). With
+# no working C compiler setup.py builds nothing and the .py sources run: the log line "serving"
+# says which engine is in use, and BASRA_ENGINE=pure forces the sources anyway.
+$(ENGINE): $(TOOLS) $(ENGINE_SOURCES) setup.py
+	rm -f basra/engine/*.so
+	BASRA_ENGINE_COMPILE=auto $(BIN)/python setup.py --quiet build_ext --inplace
+	@# An unchanged C file is not recompiled and its copy keeps the old time; the suite refuses
+	@# a compiled engine older than its sources (tests/conftest.py), so date it now.
+	find basra/engine -name '*.so' -exec touch {} +
+	$(BIN)/python -c 'import basra.engine as e; print("compiled" if e.COMPILED else "pure")' > $@
+
+setup: $(STAMP) $(ENGINE) ## set up .venv (package, stubs, test and lint tools) and stop
 
 # Development only: the embedded store (asked for by name: production refuses to start without
 # a Redis URL) and no drain, so Ctrl-C returns at once.
-run: $(RUNTIME) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
+run: $(RUNTIME) $(ENGINE) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
 	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080 --store embedded --drain-seconds 0
 
 lint: $(STAMP) ## buf lint, buf breaking, ruff
@@ -105,23 +130,62 @@ $(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
 	$(BIN)/buf generate --template $(NODE)/buf.gen.yaml
 	@touch $@
 
-unit: $(STAMP) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only
-	$(BIN)/pytest
+# The web table's browser tests (tests/web) need the built table and Chromium.
+run: $(WEB_DIST)
+unit: chromium $(WEB_DIST)
+clean: clean-web
+
+$(WEB_MODULES): $(WEB)/package.json $(WEB)/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are needed for the web table"; exit 1; }
+	cd $(WEB) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+	@touch $@
+
+$(WEB_STUBS): $(WEB_MODULES) $(TOOLS) $(PROTOS) $(WEB)/buf.gen.yaml
+	$(BIN)/buf generate --template $(WEB)/buf.gen.yaml
+	@touch $@
+
+# Type-checked (tsc --noEmit), then bundled; dist/index.html is written last.
+$(WEB_DIST): $(WEB_STUBS) $(WEB_SOURCES)
+	cd $(WEB) && npm run --silent build
+
+web: $(WEB_DIST) ## build the web table into web/dist
+
+# The browser tests drive Debian's Chromium (no browser is downloaded); DejaVu draws Arabic and
+# Persian in its screenshots.
+chromium: ## install Debian's chromium when missing
+	@command -v chromium >/dev/null || { \
+	  echo "chromium not found: installing Debian's chromium package"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends chromium fonts-dejavu-core \
+	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends chromium fonts-dejavu-core; }; }
+
+screenshot: $(STAMP) redis-server chromium $(WEB_DIST) ## rewrite web/screenshot.png (the README's)
+	README_SCREENSHOT=$(CURDIR)/$(WEB)/screenshot.png $(BIN)/pytest -q tests/web -k reload
+
+clean-web: ## remove the web table's packages, stubs and build
+	rm -rf $(WEB)/node_modules $(WEB)/gen $(WEB)/dist
+
+# The engine suite runs a second time on the .py sources: the compiled and the interpreted
+# engine must agree. The first run requires the compiled engine when make could build it
+# ($(ENGINE) holds "compiled" or "pure").
+unit: $(STAMP) $(ENGINE) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only
+	BASRA_ENGINE=$$(cat $(ENGINE)) $(BIN)/pytest
+	BASRA_ENGINE=pure $(BIN)/pytest tests/engine
 
 test: lint typecheck unit ## set up and run the whole suite
 
-bench: $(STAMP) redis-server ## engine and service figures, last line JSON
+bench: $(STAMP) $(ENGINE) redis-server ## engine and service figures, last line JSON
 	$(BIN)/python -m tests.bench
 
 # Mutation testing with mutmut (configured in pyproject.toml, [tool.mutmut]): slow, so not part of
 # `make test`; run it before a release. It mutates basra/engine and the service's auth, servicer
 # core and stores, runs only the tests that reach each mutated function (niced, Hypothesis's CI
-# profile), then prints the score per area and every survivor (tests/mutation/report.py).
+# profile, the engine's .py sources: mutants are never compiled), then prints the score per area and every survivor (tests/mutation/report.py).
 # MUTANTS narrows a run to mutmut name globs: make mutation MUTANTS='basra.engine.plans*'
 MUTANTS ?=
 .PHONY: mutation
 mutation: $(STAMP) redis-server ## mutation score of the engine and service core (slow)
-	BASRA_HYPOTHESIS_PROFILE=ci nice -n 10 $(BIN)/mutmut run $(MUTANTS)
+	BASRA_ENGINE=pure BASRA_HYPOTHESIS_PROFILE=ci nice -n 10 $(BIN)/mutmut run $(MUTANTS)
 	$(BIN)/python -m tests.mutation.report
 
 golden: $(STAMP) ## rewrite the golden transcripts
@@ -135,5 +199,5 @@ contract-release: $(TOOLS) ## make proto/ the released baseline
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean: ## remove the venv, stubs and caches
-	rm -rf $(VENV) mutants basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
+	rm -rf $(VENV) mutants basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated basra/engine/*.so $(ENGINE) build .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
 	  $(GATEWAY_API)/node_modules

@@ -31,6 +31,14 @@ def version() -> str:
         return "unknown"
 
 
+def engine_kind() -> str:
+    """Which engine this process runs: mypyc-compiled, or its .py sources (no C compiler when
+    it was built, or BASRA_ENGINE=pure)."""
+    from basra import engine
+
+    return "compiled" if engine.COMPILED else "interpreted"
+
+
 def _cards_flag(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument(
         "--cards",
@@ -50,6 +58,17 @@ def _client_flags(parser: argparse.ArgumentParser, target: str | None) -> None:
         "--seed", type=int, help="match seed, to replay a match (the server must allow seeds)"
     )
     parser.add_argument("--api-key", help="API key, when the server requires one")
+    parser.add_argument(
+        "--rules",
+        metavar="NAME",
+        help="rule system of a new match (see `basra-engine rules`; default: eram)",
+    )
+    parser.add_argument(
+        "--seats",
+        type=int,
+        default=0,
+        help="seats of a new match, bots in the others (default: the rules' smallest)",
+    )
     _cards_flag(parser, "symbols")
 
 
@@ -57,10 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
         prog="basra-engine",
-        description="Basra (ERAM rules) engine and gRPC service.",
+        description="Basra engine and gRPC service (ERAM and the rule systems of VARIANTS.md).",
         formatter_class=_Help,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version()} (engine {engine_kind()})"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     plans = commands.add_parser(
@@ -81,6 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plans.add_argument("--json", action="store_true", help="print JSON (errors too)")
     _cards_flag(plans, "letters")
+    plans.add_argument(
+        "--rules", default="eram", metavar="NAME", help="rule system (see `basra-engine rules`)"
+    )
+
+    rules = commands.add_parser(
+        "rules",
+        help="list the rule systems (as ListRules does)",
+        description="List every rule system the service plays, as its ListRules RPC does.",
+        formatter_class=_Help,
+    )
+    rules.add_argument("--json", action="store_true", help="print the ListRules JSON")
 
     serve = commands.add_parser("serve", help="run the gRPC service")
     config.add_arguments(serve)
@@ -131,8 +163,17 @@ def _main(argv: Sequence[str] | None) -> int:
         from basra import oracle
 
         return oracle.main(
-            args.floor, args.card, args.batch, args.json, symbols=args.cards == "symbols"
+            args.floor,
+            args.card,
+            args.batch,
+            args.json,
+            symbols=args.cards == "symbols",
+            rules=args.rules,
         )
+    if args.command == "rules":
+        from basra import oracle
+
+        return oracle.rules_main(args.json)
     if args.command == "serve":
         from basra.service import server
 
@@ -159,12 +200,19 @@ def _main(argv: Sequence[str] | None) -> int:
             api_key=args.api_key,
             pace=args.pace,
             symbols=args.cards == "symbols",
+            rules=args.rules,
+            seats=args.seats,
         )
     if args.command == "play":
         from basra.client import play
 
-        if args.resume is not None and (args.seed is not None or args.hot_seat):
-            parser.error("play: --resume continues a match as it was: leave out --seed/--hot-seat")
+        if args.resume is not None and (
+            args.seed is not None or args.hot_seat or args.rules is not None or args.seats
+        ):
+            parser.error(
+                "play: --resume continues a match as it was: "
+                "leave out --seed/--hot-seat/--rules/--seats"
+            )
         return play.run(
             args.target,
             sys.stdout,
@@ -173,6 +221,8 @@ def _main(argv: Sequence[str] | None) -> int:
             api_key=args.api_key,
             symbols=args.cards == "symbols",
             resume=args.resume,
+            rules=args.rules,
+            seats=args.seats,
         )
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 

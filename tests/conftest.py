@@ -65,3 +65,21 @@ def _engine_caches_cleared_under_mutation() -> None:
                 clear = getattr(value, "cache_clear", None)
                 if callable(clear):
                     clear()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test a compiled engine older than its sources: it would not be the code read."""
+    import basra.engine
+
+    if not basra.engine.COMPILED:
+        return
+    engine = Path(basra.engine.__file__).parent
+    built = min(p.stat().st_mtime for p in engine.glob("*.so"))
+    sources = [p for p in engine.glob("*.py") if p.name != "__init__.py"]  # never compiled
+    stale = [p.name for p in sources if p.stat().st_mtime > built]
+    if stale:
+        pytest.exit(
+            f"the compiled engine is older than {', '.join(sorted(stale))}: rebuild it with "
+            "`make basra/engine/.compiled` (or run with BASRA_ENGINE=pure)",
+            returncode=4,
+        )

@@ -30,6 +30,22 @@ def create_request(seed: int | None, seat: int, rid: str | None) -> pb.DealReque
     return request
 
 
+def create_match_request(
+    rules: str,
+    seats: int,
+    options: game_pb2.MatchOptions,
+    seed: int | None,
+    seat: int,
+    rid: str | None,
+) -> pb.CreateMatchRequest:
+    request = pb.CreateMatchRequest(
+        rules=rules, seats=seats, options=options, seat=seat, request_id=rid or request_id()
+    )
+    if seed is not None:
+        request.seed = seed
+    return request
+
+
 def deal_request(match_id: str, expected_version: int | None, rid: str | None) -> pb.DealRequest:
     request = pb.DealRequest(match_id=match_id, request_id=rid or request_id())
     if expected_version is not None:

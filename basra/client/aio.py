@@ -68,13 +68,26 @@ class AsyncClient:
             await self.channel.close(None)
 
     async def create_match(
-        self, *, seed: int | None = None, seat: int = 0, request_id: str | None = None
+        self,
+        *,
+        seed: int | None = None,
+        seat: int = 0,
+        request_id: str | None = None,
+        rules: str | None = None,
+        seats: int = 0,
+        options: game_pb2.MatchOptions | None = None,
     ) -> AsyncMatch:
         """Create a match and deal its first hand (see ``Client.create_match``)."""
-        request = _core.create_request(seed, seat, request_id)
-        response: pb.DealResponse = await self.call(
-            self.stub.Deal, request, _core.api_key_metadata(self.api_key)
-        )
+        metadata = _core.api_key_metadata(self.api_key)
+        response: pb.DealResponse | pb.CreateMatchResponse
+        if rules is None and not seats and options is None:
+            request = _core.create_request(seed, seat, request_id)
+            response = await self.call(self.stub.Deal, request, metadata)
+        else:
+            created = _core.create_match_request(
+                rules or "", seats, options or game_pb2.MatchOptions(), seed, seat, request_id
+            )
+            response = await self.call(self.stub.CreateMatch, created, metadata)
         tokens = {t.seat: t.token for t in response.seat_tokens}
         return AsyncMatch(self, response.match_id, tokens, response)
 
@@ -113,7 +126,7 @@ class AsyncMatch:
         client: AsyncClient,
         match_id: str,
         tokens: Mapping[int, str],
-        created: pb.DealResponse | None = None,
+        created: pb.DealResponse | pb.CreateMatchResponse | None = None,
     ) -> None:
         self.client = client
         self.id = match_id

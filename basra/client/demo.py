@@ -23,11 +23,14 @@ QUICK = RetryPolicy(attempts=4, first_delay=0.1, max_delay=0.5)
 """Retries of the demo's calls: a server that is not there is reported within a second."""
 
 
-def create(client: Client, seed: int | None, out: TextIO) -> tuple[Match, int | None]:
-    """A new match, on ``seed`` or on a seed of our own when the server accepts seeds."""
+def create(
+    client: Client, seed: int | None, out: TextIO, rules: str | None = None, seats: int = 0
+) -> tuple[Match, int | None]:
+    """A new match (of ``rules`` at ``seats``, when given), on ``seed`` or on a seed of our own
+    when the server accepts seeds."""
     chosen = seed if seed is not None else secrets.randbits(63)
     try:
-        return client.create_match(seed=chosen), chosen
+        return client.create_match(seed=chosen, rules=rules, seats=seats), chosen
     except BasraError as error:
         if seed is not None or error.reason != "SEEDS_DISABLED":
             raise
@@ -36,7 +39,7 @@ def create(client: Client, seed: int | None, out: TextIO) -> tuple[Match, int | 
         "replayed; a server started with --allow-seeds can replay one.",
         file=out,
     )
-    return client.create_match(), None
+    return client.create_match(rules=rules, seats=seats), None
 
 
 def pause(seconds: float) -> None:
@@ -57,16 +60,20 @@ def run(
     symbols: bool = True,
     retry: RetryPolicy = QUICK,
     sleep: Callable[[float], None] | None = None,
+    rules: str | None = None,
+    seats: int = 0,
 ) -> int:
     """Play one match on the server at ``target``; returns the exit status.
 
-    ``pace`` seconds pass between two plays, to watch the match unfold.
+    ``pace`` seconds pass between two plays, to watch the match unfold. ``rules`` and ``seats``
+    choose the rule system and the seat count (default: ERAM, two seats); bots take every seat,
+    greedy and random in turn.
     """
     render = Renderer(symbols)
     sleep = sleep or pause
     with Client(target, api_key=api_key, retry=retry) as client:
         try:
-            match, used = create(client, seed, out)
+            match, used = create(client, seed, out, rules, seats)
             return _play(match, used, render, out, pace, sleep)
         except BasraError as error:
             print("error: " + explain(error, target), file=out)
@@ -82,10 +89,20 @@ def _play(
     sleep: Callable[[float], None],
 ) -> int:
     rng = random.Random(seed)  # noqa: S311 - the random bot's choices, not a secret
-    print(f"Match {match.id}: seat 0 {BOTS[0]} bot against seat 1 {BOTS[1]} bot", file=out)
-    if seed is not None:
-        print(f"Seed {seed} (replay this match: basra-engine demo --seed {seed})", file=out)
     assert match.created is not None
+    first = match.created.view
+    if first.seat_count <= 2 and first.rules == "eram":
+        print(f"Match {match.id}: seat 0 {BOTS[0]} bot against seat 1 {BOTS[1]} bot", file=out)
+    else:
+        players = ", ".join(f"seat {s} {BOTS[s % len(BOTS)]}" for s in range(first.seat_count))
+        sides = len({s.side for s in first.seats})
+        teams = " in two partnerships (seats 0+2, 1+3)" if sides < first.seat_count else ""
+        print(f"Match {match.id}, {first.rules} rules{teams}: {players} bots", file=out)
+    if seed is not None:
+        again = f"--seed {seed}"
+        if first.rules != "eram" or first.seat_count != 2:
+            again += f" --rules {first.rules} --seats {first.seat_count}"
+        print(f"Seed {seed} (replay this match: basra-engine demo {again})", file=out)
     events = list(match.created.events)
     plays = 0
     while True:

@@ -278,6 +278,21 @@ class Table:
             self.term.say(f"You do not hold {self.render.card(named)}.")
 
 
+def opponents(view: game_pb2.MatchView) -> str:
+    """Who seat 0 plays with and against, in words."""
+    if len(view.seats) == 2:
+        return "You are seat 0 against the bot."
+    partners = [s.seat for s in view.seats if s.side == view.seats[0].side and s.seat != 0]
+    if partners:
+        return (
+            f"You are seat 0; the bot plays your partner, seat {partners[0]}, and seats "
+            + " and ".join(str(s.seat) for s in view.seats if s.side != view.seats[0].side)
+            + " against you."
+        )
+    others = ", ".join(str(s.seat) for s in view.seats[1:])
+    return f"You are seat 0 against the bots in seats {others}, each for itself."
+
+
 def capture_mark(option: game_pb2.CardPlans) -> str:
     if not option.plans:
         return "(trails)"
@@ -295,8 +310,14 @@ def run(
     symbols: bool = True,
     resume: str | None = None,
     retry: RetryPolicy = QUICK,
+    rules: str | None = None,
+    seats: int = 0,
 ) -> int:
-    """Play one match in the terminal; returns the exit status (130 after Ctrl-C)."""
+    """Play one match in the terminal; returns the exit status (130 after Ctrl-C).
+
+    ``rules`` and ``seats`` choose the rule system and the seat count (default: ERAM, two
+    seats); the person plays seat 0 and the greedy bot every other seat (partner included).
+    """
     term = Terminal(read, out)
     if resume is not None:
         try:
@@ -314,10 +335,9 @@ def run(
                 view = match.view()
                 term.say(f"Resuming match {match.id}.")
             else:
-                match = client.create_match(seed=seed)
+                match = client.create_match(seed=seed, rules=rules, seats=seats)
                 view = match.view()
-                seats = range(len(view.seats))
-                humans = list(seats) if hot_seat else [0]
+                humans = list(range(len(view.seats))) if hot_seat else [0]
                 saved = Saved(target, match.id, match.tokens, humans, hot_seat)
             path = saved.save()
         except BasraError as error:
@@ -326,12 +346,10 @@ def run(
         table = Table(term, match, Renderer(symbols), humans, hot_seat, target)
         seats_text = ", ".join(str(s) for s in humans)
         term.say(
-            "Basra. "
-            + (
-                f"Seats {seats_text} share this keyboard."
-                if hot_seat
-                else "You are seat 0 against the bot."
-            )
+            "Basra"
+            + ("" if view.rules == "eram" else f" ({view.rules} rules)")
+            + ". "
+            + (f"Seats {seats_text} share this keyboard." if hot_seat else opponents(view))
         )
         if match.created is not None:
             table.report(match.created.events, humans[0] if not hot_seat else None)

@@ -62,14 +62,21 @@ class Renderer:
             return f"   leftover {self.cards(e3.cards)} goes to {who} (not a basra)"
         if kind == "hand_scored":
             e4 = event.hand_scored
+            # With partnerships, each side once ("side 0 (seats 0+2)"), not each seat.
+            teams = len(e4.score.sides) < len(e4.score.seats)
+            scored = (
+                [(_side_label(t.side, t.seats), t) for t in e4.score.sides]
+                if teams
+                else [(f"seat {t.seat}", t) for t in e4.score.seats]
+            )
             parts = [
-                f"seat {s.seat}: {s.cards} cards, majority {s.majority}"
+                f"{label}: {s.cards} cards, majority {s.majority}"
                 + (f" + carry {s.carry}" if s.carry else "")
                 + f", specials {s.specials}, basras {s.basras} = {s.total}"
-                for s in e4.score.seats
+                for label, s in scored
             ]
             extra = "  (tie at the target: an extra hand)" if e4.extra_hand else ""
-            totals = " - ".join(map(str, e4.totals))
+            totals = " - ".join(map(str, e4.side_totals if teams else e4.totals))
             return (
                 f"   hand {e4.score.hand} scored: "
                 + "; ".join(parts)
@@ -79,6 +86,8 @@ class Renderer:
 
     def scoreboard(self, board: game_pb2.Scoreboard, names: Sequence[str]) -> list[str]:
         """Every hand's totals, the match totals and the winner."""
+        if len(board.side_totals) < len(board.totals):
+            return self._sides_scoreboard(board, names)
         seats = range(len(board.totals))
         lines = [
             "",
@@ -98,6 +107,35 @@ class Renderer:
                 f"{board.totals[board.winner]} to {others}."
             )
         return lines
+
+    def _sides_scoreboard(self, board: game_pb2.Scoreboard, names: Sequence[str]) -> list[str]:
+        """The scoreboard of a partnership game: one column per side."""
+        members = [
+            [seat for seat, side in enumerate(board.seat_sides) if side == s]
+            for s in range(len(board.side_totals))
+        ]
+        labels = ["side " + "+".join(map(str, seats)) for seats in members]
+        lines = [
+            "",
+            "Scoreboard",
+            f"  {'hand':>4} {'dealer':>6} "
+            + " ".join(f"{x:>9}" for x in labels)
+            + f" {'carry':>6}",
+        ]
+        for hand in board.hands:
+            totals = " ".join(f"{s.total:>9}" for s in hand.sides)
+            lines.append(f"  {hand.hand:>4} {hand.dealer:>6} {totals} {hand.carry_after:>6}")
+        lines.append(f"  {'total':>11} " + " ".join(f"{t:>9}" for t in board.side_totals))
+        if board.HasField("winner_side"):
+            won = board.winner_side
+            who = ", ".join(f"seat {s} {names[s]}" for s in members[won])
+            others = " - ".join(str(t) for s, t in enumerate(board.side_totals) if s != won)
+            lines.append(f"Side {won} ({who}) wins, {board.side_totals[won]} to {others}.")
+        return lines
+
+
+def _side_label(side: int, seats: Sequence[int]) -> str:
+    return f"side {side} (seats {'+'.join(map(str, seats))})"
 
 
 def plural(count: int, noun: str) -> str:

@@ -69,17 +69,32 @@ class Client:
             self.channel.close()
 
     def create_match(
-        self, *, seed: int | None = None, seat: int = 0, request_id: str | None = None
+        self,
+        *,
+        seed: int | None = None,
+        seat: int = 0,
+        request_id: str | None = None,
+        rules: str | None = None,
+        seats: int = 0,
+        options: game_pb2.MatchOptions | None = None,
     ) -> Match:
         """Create a match and deal its first hand; the ``Match`` holds every seat's token.
 
         ``seed`` replays a deal (the server must allow seeds); ``seat`` chooses whose view
-        ``Match.created`` carries.
+        ``Match.created`` carries. ``rules`` (a ListRules name), ``seats`` (0: the rules'
+        smallest) and ``options`` create it with CreateMatch; without them it is an ERAM
+        two-seat match, as the deprecated creating Deal makes.
         """
-        request = _core.create_request(seed, seat, request_id)
-        response: pb.DealResponse = self.call(
-            self.stub.Deal, request, _core.api_key_metadata(self.api_key)
-        )
+        metadata = _core.api_key_metadata(self.api_key)
+        response: pb.DealResponse | pb.CreateMatchResponse
+        if rules is None and not seats and options is None:
+            request = _core.create_request(seed, seat, request_id)
+            response = self.call(self.stub.Deal, request, metadata)
+        else:
+            created = _core.create_match_request(
+                rules or "", seats, options or game_pb2.MatchOptions(), seed, seat, request_id
+            )
+            response = self.call(self.stub.CreateMatch, created, metadata)
         tokens = {t.seat: t.token for t in response.seat_tokens}
         return Match(self, response.match_id, tokens, response)
 
@@ -118,7 +133,7 @@ class Match:
 
     Attributes:
         id: the match id.
-        created: the Deal response that created it (None for ``Client.match``).
+        created: the response that created it (None for ``Client.match``).
     """
 
     def __init__(
@@ -126,7 +141,7 @@ class Match:
         client: Client,
         match_id: str,
         tokens: Mapping[int, str],
-        created: pb.DealResponse | None = None,
+        created: pb.DealResponse | pb.CreateMatchResponse | None = None,
     ) -> None:
         self.client = client
         self.id = match_id

@@ -6,6 +6,7 @@ import random
 from collections.abc import Iterable, Sequence
 
 from basra.engine.cards import POINTS, Card
+from basra.engine.chance import below
 from basra.engine.game import legal_plans
 from basra.engine.plans import Plan
 from basra.engine.state import Play, State
@@ -14,17 +15,20 @@ from basra.engine.state import Play, State
 def random_play(state: State, rng: random.Random) -> Play:
     """A uniformly random card of the seat to move, then a uniformly random plan of it."""
     seat = state.turn
-    card = rng.choice(state.hands[seat])
+    hand = state.hands[seat]
+    # rng.choice and rng.randrange draw exactly these (chance.below), without random.py's frames.
+    card = hand[below(rng, len(hand))]
     plans = legal_plans(state, card)
     if not plans:
         return Play(seat, card, trail=True)
-    return Play(seat, card, rng.randrange(len(plans)) + 1)
+    return Play(seat, card, below(rng, len(plans)) + 1)
 
 
 def greedy_play(state: State) -> Play:
     """The play that takes the most: basra first, then points, then cards; else the lowest trail."""
     seat = state.turn
-    card, plan_id = greedy_choice((card, legal_plans(state, card)) for card in state.hands[seat])
+    options = ((card, legal_plans(state, card)) for card in state.hands[seat])
+    card, plan_id = greedy_choice(options, state.profile.points.points)
     return Play(seat, card, plan_id) if plan_id else Play(seat, card, trail=True)
 
 

@@ -7,10 +7,18 @@ which makes floors, hands and captured piles cheap to combine, compare and store
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from basra.engine.errors import DuplicateCardError, InvalidCardError
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # Only the compiler reads this hint: without mypy it is a no-op.
+
+    def mypyc_attr(*_: str, **__: object) -> Callable[[type[Card]], type[Card]]:  # type: ignore[misc]
+        return lambda cls: cls
+
 
 RANKS: Final = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 SUITS: Final = ("C", "D", "H", "S")
@@ -34,6 +42,8 @@ KING: Final = 12
 ALL_CARDS_MASK: Final = (1 << DECK_SIZE) - 1
 
 
+# mypyc compiles no subclass of int: Card stays a Python class, its users are compiled.
+@mypyc_attr(native_class=False)
 class Card(int):
     """One playing card; ``Card.parse("10D")`` and ``str(card) == "10D"`` are inverses.
 

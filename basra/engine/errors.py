@@ -70,6 +70,44 @@ class InvalidPlanIdError(InvalidInputError):
         super().__init__(f"plan id {plan_id!r} must be 1 or more", plan_id=plan_id)
 
 
+class UnknownRulesError(InvalidInputError):
+    """A rule system name that is not one of the profiles (VARIANTS.md)."""
+
+    reason = "UNKNOWN_RULES"
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        super().__init__(
+            f"unknown rules {name!r}: the rule systems are {', '.join(known)}", rules=name
+        )
+
+
+class SeatsNotAllowedError(InvalidInputError):
+    """A seat count the rule system is not played by."""
+
+    reason = "SEATS_NOT_ALLOWED"
+
+    def __init__(self, rules: str, seats: int, allowed: tuple[int, ...]) -> None:
+        super().__init__(
+            f"rules {rules!r} are played by {' or '.join(map(str, allowed))} seats, not {seats!r}",
+            rules=rules,
+            seats=seats,
+        )
+
+
+class OptionNotAvailableError(InvalidInputError):
+    """An option the rule system (at that seat count) does not have."""
+
+    reason = "OPTION_NOT_AVAILABLE"
+
+    def __init__(self, rules: str, option: str, seats: int) -> None:
+        super().__init__(
+            f"rules {rules!r} at {seats} seats have no option {option!r}",
+            rules=rules,
+            option=option,
+            seats=seats,
+        )
+
+
 class CorruptStateError(BasraError):
     """Serialized state that does not decode to a consistent game."""
 

@@ -19,8 +19,10 @@ class HandStarted:
     hand: int
     dealer: int
     leader: int
-    """The non-dealer who plays first."""
+    """The seat after the dealer, who plays first."""
     floor: tuple[Card, ...]
+    game: int = 1
+    """The rubber's game this hand belongs to (1 without a rubber)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +31,12 @@ class CardsDealt:
 
     hand: int
     deal: int
-    """Deal number within the hand (ERAM: 2..6)."""
+    """Deal number within the hand (2 up to the profile's deals per hand; ERAM: 2..6)."""
     cards_each: int
     stock_left: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class CardPlayed:
     """A seat played a card: a capture (with the plan taken) or a trail."""
 
@@ -43,9 +45,30 @@ class CardPlayed:
     plan: int
     """Plan id taken, 0 for a trail."""
     captured: tuple[Card, ...]
-    """Floor cards taken (empty for a trail)."""
+    """Floor cards taken, not the played card (empty for a trail)."""
     basra: bool
     sweep: bool
+    basra_points: int = 0
+    """What the basra scored (the profile's basra value); 0 when it is none."""
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self,
+        seat: int,
+        card: Card,
+        plan: int,
+        captured: tuple[Card, ...],
+        basra: bool,
+        sweep: bool,
+        basra_points: int = 0,
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "captured", captured)
+        object.__setattr__(self, "basra", basra)
+        object.__setattr__(self, "sweep", sweep)
+        object.__setattr__(self, "basra_points", basra_points)
 
     @property
     def trail(self) -> bool:
@@ -68,17 +91,35 @@ class HandScored:
 
     score: HandScore
     totals: tuple[int, ...]
-    """Match totals after the hand."""
+    """Each side's game total after the hand."""
     extra_hand: bool
-    """Several seats reached the target with equal highest totals: another hand is played."""
+    """Several sides reached the target with equal highest totals: another hand is played."""
+    game: int = 1
+    """The rubber's game the hand belongs to (1 without a rubber)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GameEnded:
+    """A game of a rubber was won; the next hand (if the rubber goes on) starts a new game."""
+
+    game: int
+    """The game's number, from 1."""
+    winner: int
+    """The winning side."""
+    totals: tuple[int, ...]
+    """Each side's final total in that game."""
+    games_won: tuple[int, ...]
+    """Games each side has won in the rubber so far."""
 
 
 @dataclass(frozen=True, slots=True)
 class MatchEnded:
-    """A seat reached the target with the highest total."""
+    """A side won the match: it reached the target with the highest total (or won the rubber)."""
 
     winner: int
+    """The winning side (with no partnerships, the winning seat)."""
     totals: tuple[int, ...]
+    """Each side's final total (of the last game, in a rubber)."""
 
 
-Event = HandStarted | CardsDealt | CardPlayed | FloorCollected | HandScored | MatchEnded
+Event = HandStarted | CardsDealt | CardPlayed | FloorCollected | HandScored | GameEnded | MatchEnded

@@ -1,7 +1,9 @@
 """The rules in motion: start a match, deal hands, apply plays (RULES.md, top to bottom).
 
 Every function is pure: a state (and, for a new match, a seed) in, a new state and the events
-out. Randomness comes only from the match seed, so the same seed and plays replay the same match.
+out. Randomness comes only from the match seed, so the same seed and plays replay the same match
+under the same profile. What differs between rule systems is read from the profile's fields and
+the named rules of ``engine.rules``, never from its name.
 """
 
 from __future__ import annotations
@@ -11,15 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
-from basra.engine.cards import (
-    CARDS,
-    JACK_MASK,
-    SEVEN_OF_DIAMONDS,
-    Card,
-    format_cards,
-    mask_of,
-    points_of,
-)
+from basra.engine.cards import CARDS, Card, format_cards, mask_of
+from basra.engine.chance import seeded, shuffle
 from basra.engine.errors import (
     CaptureRequiredError,
     CardNotInHandError,
@@ -38,17 +33,18 @@ from basra.engine.events import (
     CardsDealt,
     Event,
     FloorCollected,
+    GameEnded,
     HandScored,
     HandStarted,
     MatchEnded,
 )
 from basra.engine.plans import Plan, capture_plans
 from basra.engine.profile import ERAM, Profile
-from basra.engine.scoring import match_winner, score_hand
-from basra.engine.state import Phase, Play, State
+from basra.engine.rules import BASRA_VALUE, burial_position, rubber_game_target
+from basra.engine.scoring import game_winner, score_hand
+from basra.engine.state import GameResult, LastPlay, Phase, Play, State
 
 MAX_SEED: Final = (1 << 64) - 1
-_FLOOR_FORBIDDEN: Final = JACK_MASK | SEVEN_OF_DIAMONDS.bit
 
 
 def new_match(seed: int, profile: Profile = ERAM) -> tuple[State, tuple[Event, ...]]:
@@ -59,8 +55,8 @@ def new_match(seed: int, profile: Profile = ERAM) -> tuple[State, tuple[Event, .
     """
     if not 0 <= seed <= MAX_SEED:
         raise InvalidInputError(f"seed {seed!r} must be in 0..{MAX_SEED}", seed=seed)
-    # The first dealer of a match is chosen at random.
-    dealer = random.Random(f"basra/{seed}/dealer").randrange(profile.seats)
+    dealer = first_dealer(seed, 1, profile.seats)
+    sides = profile.sides
     blank = State(
         profile=profile,
         seed=seed,
@@ -71,20 +67,34 @@ def new_match(seed: int, profile: Profile = ERAM) -> tuple[State, tuple[Event, .
         hands=((),) * profile.seats,
         floor=(),
         stock=(),
-        captured=(0,) * profile.seats,
-        basras=(0,) * profile.seats,
+        captured=(0,) * sides,
+        basras=(0,) * sides,
+        basra_points=(0,) * sides,
         last_capturer=None,
+        last_play=None,
         plays=0,
-        scores=(0,) * profile.seats,
+        scores=(0,) * sides,
         carry=0,
         history=(),
+        games=(),
         winner=None,
     )
     return _start_hand(blank, dealer)
 
 
+def first_dealer(seed: int, game: int, seats: int) -> int:
+    """The first dealer of game ``game`` (1 for a match without a rubber), drawn from the seed.
+
+    RULES.md: "The first dealer of a match is chosen at random"; VARIANTS.md decides the same for
+    every profile, and that each game of a rubber starts with a random first dealer.
+    """
+    key = f"basra/{seed}/dealer" if game == 1 else f"basra/{seed}/game/{game}/dealer"
+    return seeded(key).randrange(seats)
+
+
 def deal_next_hand(state: State) -> tuple[State, tuple[Event, ...]]:
-    """Deal the next hand of a match whose hand is over; the dealer alternates (extra hands too).
+    """Deal the next hand of a match whose hand is over: the deal passes to the next seat (extra
+    hands too); the first hand of a rubber's next game has a random dealer.
 
     Raises:
         HandInProgressError: the current hand is still being played.
@@ -93,7 +103,14 @@ def deal_next_hand(state: State) -> tuple[State, tuple[Event, ...]]:
     _check_not_over(state)
     if state.phase is Phase.PLAYING:
         raise HandInProgressError(state.hand_number, state.plays_left)
-    return _start_hand(state, (state.dealer + 1) % state.seats)
+    return _start_hand(state, next_dealer(state))
+
+
+def next_dealer(state: State) -> int:
+    """The seat that deals the next hand (meaningful when a hand is over)."""
+    if state.games and not state.history:  # A rubber's game just ended: a new game begins.
+        return first_dealer(state.seed, len(state.games) + 1, state.seats)
+    return (state.dealer + 1) % state.seats
 
 
 def legal_plans(state: State, card: Card) -> tuple[Plan, ...]:
@@ -133,37 +150,51 @@ def apply(state: State, play: Play) -> tuple[State, tuple[Event, ...]]:
     """
     plan = _validate(state, play)
     seat, card = play.seat, play.card
+    profile = state.profile
     hands = list(state.hands)
     hands[seat] = tuple(c for c in hands[seat] if c != card)
-    captured, basras = state.captured, state.basras
+    captured, basras, basra_points = state.captured, state.basras, state.basra_points
     last_capturer = state.last_capturer
     if plan is None:
         floor = (*state.floor, card)  # Trail: the card stays on the floor.
         played = CardPlayed(seat, card, 0, (), basra=False, sweep=False)
     else:
+        side = profile.side_of(seat)  # Partners keep one pile and score together.
         floor = tuple(c for c in state.floor if not plan.mask >> c & 1)
-        captured = _with(captured, seat, captured[seat] | plan.mask | card.bit)
-        basras = _with(basras, seat, basras[seat] + plan.basra)
+        captured = _with(captured, side, captured[side] | plan.mask | card.bit)
+        value = BASRA_VALUE[profile.basra_value](card, profile.basra_points) if plan.basra else 0
+        if plan.basra:
+            basras = _with(basras, side, basras[side] + 1)
+            basra_points = _with(basra_points, side, basra_points[side] + value)
         last_capturer = seat
-        played = CardPlayed(seat, card, plan.id, plan.captures, plan.basra, plan.sweep)
-    # Built field by field, not with dataclasses.replace: this is the engine's hot path.
+        played = CardPlayed(seat, card, plan.id, plan.captures, plan.basra, plan.sweep, value)
+    # Built field by field, not with dataclasses.replace: this is the engine's hot path (so are
+    # the deals below; the rare ends of games and matches still use replace).
     after = State(
-        profile=state.profile,
+        profile=profile,
         seed=state.seed,
         phase=state.phase,
         hand_number=state.hand_number,
         dealer=state.dealer,
-        turn=(seat + 1) % state.seats,  # Strict alternation.
+        turn=(seat + 1) % profile.seats,  # Each seat in turn: after seat s, seat s + 1 mod n.
         hands=tuple(hands),
         floor=floor,
         stock=state.stock,
         captured=captured,
         basras=basras,
+        basra_points=basra_points,
         last_capturer=last_capturer,
+        # tuple.__new__ is what the named tuple's generated __new__ calls: called directly, the
+        # compiled engine skips that interpreted frame (LastPlay(...) costs it 0.7 us a play).
+        last_play=tuple.__new__(
+            LastPlay,
+            (seat, card, played.plan, played.captured, played.basra_points, played.sweep),
+        ),
         plays=state.plays + 1,
         scores=state.scores,
         carry=state.carry,
         history=state.history,
+        games=state.games,
         winner=state.winner,
     )
     if any(after.hands):
@@ -215,99 +246,184 @@ def _start_hand(state: State, dealer: int) -> tuple[State, tuple[Event, ...]]:
     """Shuffle and deal a hand: cards to each seat from the dealer's left, then the floor."""
     profile = state.profile
     hand_number = state.hand_number + 1
-    rng = random.Random(f"basra/{state.seed}/hand/{hand_number}")
+    rng = seeded(f"basra/{state.seed}/hand/{hand_number}")
     stock = list(CARDS)
-    rng.shuffle(stock)
-    hands: list[tuple[Card, ...]] = [()] * profile.seats
-    for i in range(profile.seats):
-        seat = (dealer + 1 + i) % profile.seats
-        hands[seat] = tuple(stock[: profile.cards_per_deal])
-        del stock[: profile.cards_per_deal]
-    floor, rest = clean_floor(stock[: profile.floor_cards], stock[profile.floor_cards :], rng)
-    leader = (dealer + 1) % profile.seats  # The non-dealer plays first.
-    started = replace(
-        state,
+    shuffle(stock, rng)
+    hands, rest = deal_round(tuple(stock), dealer, profile)
+    floor, rest = clean_floor(
+        rest[: profile.floor_cards], rest[profile.floor_cards :], rng, profile
+    )
+    leader = (dealer + 1) % profile.seats  # The seat after the dealer plays first.
+    sides = profile.sides
+    started = State(
+        profile=profile,
+        seed=state.seed,
         phase=Phase.PLAYING,
         hand_number=hand_number,
         dealer=dealer,
         turn=leader,
-        hands=tuple(hands),
+        hands=hands,
         floor=floor,
         stock=rest,
-        captured=(0,) * profile.seats,
-        basras=(0,) * profile.seats,
+        captured=(0,) * sides,
+        basras=(0,) * sides,
+        basra_points=(0,) * sides,
         last_capturer=None,
+        last_play=None,
         plays=0,
+        scores=state.scores,
+        carry=state.carry,
+        history=state.history,
+        games=state.games,
+        winner=state.winner,
     )
-    return started, (HandStarted(hand_number, dealer, leader, floor),)
+    game = len(state.games) + 1
+    return started, (HandStarted(hand_number, dealer, leader, floor, game),)
+
+
+def deal_round(
+    stock: tuple[Card, ...], dealer: int, profile: Profile
+) -> tuple[tuple[tuple[Card, ...], ...], tuple[Card, ...]]:
+    """One deal: the profile's cards to each seat from the dealer's left; the hands and the rest.
+
+    In packets (RULES.md: "Deal 4 cards to each player"), or one card at a time round the table
+    (lobashev: "dealt one at a time").
+    """
+    seats, per_seat = profile.seats, profile.cards_per_deal
+    order = [(dealer + 1 + i) % seats for i in range(seats)]
+    hands: list[tuple[Card, ...]] = [()] * seats
+    if profile.deal_singly:
+        for i, seat in enumerate(order):
+            hands[seat] = stock[i : seats * per_seat : seats]
+    else:
+        for i, seat in enumerate(order):
+            hands[seat] = stock[i * per_seat : (i + 1) * per_seat]
+    return tuple(hands), stock[seats * per_seat :]
 
 
 def clean_floor(
-    floor: Sequence[Card], stock: Sequence[Card], rng: random.Random
+    floor: Sequence[Card], stock: Sequence[Card], rng: random.Random, profile: Profile = ERAM
 ) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
-    """Deal step 2: the floor and stock once no J or 7D lies among the floor cards.
+    """Deal step 2: the floor and stock once no buried card (ERAM: a J or the 7D) lies there.
 
-    While a J or 7D lies on the floor, it goes back into the stock at a random position (not on
-    top) and the top card of the stock replaces it, in its place on the floor.
+    While such a card lies on the floor, it goes back into the stock at a random position (never
+    on top; in profiles that show the bottom card, never at the bottom either) and the top card of
+    the stock replaces it, in its place on the floor.
     """
     floor, stock = list(floor), list(stock)
-    while forbidden := [i for i, c in enumerate(floor) if _FLOOR_FORBIDDEN >> c & 1]:
-        stock.insert(rng.randint(1, len(stock)), floor[forbidden[0]])
+    while forbidden := [i for i, c in enumerate(floor) if profile.buried >> c & 1]:
+        stock.insert(burial_position(rng, len(stock), profile.bottom_card), floor[forbidden[0]])
         floor[forbidden[0]] = stock.pop(0)
     return tuple(floor), tuple(stock)
 
 
 def _redeal(state: State, played: CardPlayed) -> tuple[State, tuple[Event, ...]]:
-    """Both hands are empty and the stock is not: deal more to each seat, none to the floor."""
-    per_seat = state.profile.cards_per_deal
-    stock = state.stock
-    hands: list[tuple[Card, ...]] = [()] * state.seats
-    for i in range(state.seats):
-        seat = (state.dealer + 1 + i) % state.seats
-        hands[seat], stock = stock[:per_seat], stock[per_seat:]
-    after = replace(state, hands=tuple(hands), stock=stock)
+    """Every hand is empty and the stock is not: deal more to each seat, none to the floor."""
+    hands, stock = deal_round(state.stock, state.dealer, state.profile)
+    after = State(
+        profile=state.profile,
+        seed=state.seed,
+        phase=state.phase,
+        hand_number=state.hand_number,
+        dealer=state.dealer,
+        turn=state.turn,
+        hands=hands,
+        floor=state.floor,
+        stock=stock,
+        captured=state.captured,
+        basras=state.basras,
+        basra_points=state.basra_points,
+        last_capturer=state.last_capturer,
+        last_play=state.last_play,
+        plays=state.plays,
+        scores=state.scores,
+        carry=state.carry,
+        history=state.history,
+        games=state.games,
+        winner=state.winner,
+    )
     return after, (
         played,
-        CardsDealt(state.hand_number, after.deal_number, per_seat, len(stock)),
+        CardsDealt(state.hand_number, after.deal_number, state.profile.cards_per_deal, len(stock)),
     )
 
 
 def _end_hand(state: State, played: CardPlayed) -> tuple[State, tuple[Event, ...]]:
-    """After the last play: the leftover floor goes to the last capturer, then the hand scores."""
+    """After the last play: the leftover floor goes to the last capturer's side, then the hand
+    scores, then the game (and, in a rubber, the rubber) may end."""
+    profile = state.profile
     events: list[Event] = [played]
     captured, floor = state.captured, state.floor
     if floor:
         # Not a basra. With no capturer the cards belong to no one and stay where they lie.
         events.append(FloorCollected(state.last_capturer, floor))
         if state.last_capturer is not None:
-            seat = state.last_capturer
-            captured = _with(captured, seat, captured[seat] | mask_of(floor))
+            side = profile.side_of(state.last_capturer)
+            captured = _with(captured, side, captured[side] | mask_of(floor))
             floor = ()
     score = score_hand(
-        state.profile,
+        profile,
         hand=state.hand_number,
         dealer=state.dealer,
         carry_before=state.carry,
         cards=[m.bit_count() for m in captured],
-        specials=[points_of(m) for m in captured],
+        specials=[profile.points.of(m) for m in captured],
         basras=state.basras,
+        basra_points=state.basra_points,
     )
     totals = tuple(t + s for t, s in zip(state.scores, score.totals, strict=True))
-    winner, extra_hand = match_winner(state.profile, totals)
-    events.append(HandScored(score, totals, extra_hand))
-    if winner is not None:
-        events.append(MatchEnded(winner, totals))
-    after = replace(
-        state,
-        phase=Phase.HAND_OVER if winner is None else Phase.MATCH_OVER,
+    target = rubber_game_target(
+        profile.target, profile.final_target, profile.rubber_wins, state.games_won
+    )
+    winner, extra_hand = game_winner(target, totals)
+    events.append(HandScored(score, totals, extra_hand, len(state.games) + 1))
+    after = State(
+        profile=profile,
+        seed=state.seed,
+        phase=Phase.HAND_OVER,
+        hand_number=state.hand_number,
+        dealer=state.dealer,
+        turn=state.turn,
+        hands=state.hands,
         floor=floor,
+        stock=state.stock,
         captured=captured,
+        basras=state.basras,
+        basra_points=state.basra_points,
+        last_capturer=state.last_capturer,
+        last_play=state.last_play,
+        plays=state.plays,
         scores=totals,
         carry=score.carry_after,
         history=(*state.history, score),
-        winner=winner,
+        games=state.games,
+        winner=state.winner,
     )
-    return after, tuple(events)
+    if winner is None:
+        return after, tuple(events)
+    if not profile.rubber_wins:
+        events.append(MatchEnded(winner, totals))
+        return replace(after, phase=Phase.MATCH_OVER, winner=winner), tuple(events)
+    # A rubber: the game is won; the side with enough games wins the rubber, else a new game
+    # starts at 0 with no carry (VARIANTS.md, egyptian "Rubber", Decision).
+    games = (*state.games, GameResult(winner, totals))
+    after = replace(after, games=games)
+    events.append(GameEnded(len(games), winner, totals, after.games_won))
+    if after.games_won[winner] >= profile.rubber_wins:
+        events.append(MatchEnded(winner, totals))
+        return replace(after, phase=Phase.MATCH_OVER, winner=winner), tuple(events)
+    zeros = (0,) * profile.sides
+    return replace(after, scores=zeros, carry=0, history=()), tuple(events)
+
+
+def current_target(state: State) -> int:
+    """The points that win the current game (a rubber's deciding game has its own target)."""
+    profile = state.profile
+    games = state.games[:-1] if state.phase is Phase.MATCH_OVER else state.games
+    won = [0] * profile.sides
+    for game in games:
+        won[game.winner] += 1
+    return rubber_game_target(profile.target, profile.final_target, profile.rubber_wins, tuple(won))
 
 
 def _with(values: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:

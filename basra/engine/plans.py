@@ -29,36 +29,28 @@ from math import comb, prod
 from typing import Final
 
 from basra.engine.cards import (
-    DECK_SIZE,
+    CARDS,
     JACK,
     KING,
-    POINTS,
     QUEEN,
     RANK_MASKS,
     SEVEN_OF_DIAMONDS,
-    VALUES,
     Card,
     cards_of,
     mask_of,
-    union_of,
 )
-from basra.engine.profile import ERAM, Profile, SevenMeasure
+from basra.engine.profile import ERAM, PointTable, Profile
+from basra.engine.rules import SEVEN_SWEEP_BASRA
 
 MAX_PLANS: Final = 12
 """RULES.md: at most 12 plans are offered, the first 12 of the order."""
 
-_SIZE_SHIFT: Final = 120
-_POINTS_SHIFT: Final = 60
-# One card's contribution to a plan's rank: count, then points, then the index order.
-_SCORE: Final = tuple(
-    (1 << _SIZE_SHIFT) + (POINTS[c] << _POINTS_SHIFT) + (1 << (DECK_SIZE - 1 - c))
-    for c in range(DECK_SIZE)
-)
 # Display order of captured cards: rank matches first, then by rank and suit ("10C 4S 6H").
-_DISPLAY_KEY: Final = tuple((c % 13) * 4 + c // 13 for c in range(DECK_SIZE))
+_DISPLAY_KEY: Final = tuple((c % 13) * 4 + c // 13 for c in range(52))
+_DISPLAY_ORDER: Final = tuple(sorted(range(52), key=_DISPLAY_KEY.__getitem__))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Plan:
     """One capture plan offered for a card: the cards it takes and what the capture is."""
 
@@ -67,40 +59,49 @@ class Plan:
     captures: tuple[Card, ...]
     """Captured floor cards: rank matches first, then the sum-group cards by value and suit."""
     basra: bool
-    """The capture scores a basra (+10)."""
+    """The capture scores a basra (worth the profile's basra value)."""
     sweep: bool
     """A J or 7D taking the whole floor."""
     mask: int = field(repr=False, compare=False)
     """``captures`` as a set."""
 
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self,
+        id: int,
+        captures: tuple[Card, ...],
+        basra: bool,
+        sweep: bool,
+        mask: int,
+    ) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "captures", captures)
+        object.__setattr__(self, "basra", basra)
+        object.__setattr__(self, "sweep", sweep)
+        object.__setattr__(self, "mask", mask)
+
 
 def capture_plans(
     floor: int | Iterable[Card], card: Card, profile: Profile = ERAM
 ) -> tuple[Plan, ...]:
-    """The plans ``card`` has on ``floor`` (a mask or cards), in offering order.
+    """The plans ``card`` has on ``floor`` (a mask or cards) under ``profile``, in offering order.
 
     An empty tuple means the card trails. ``floor`` must not hold ``card``.
     """
     floor_mask = floor if isinstance(floor, int) else mask_of(floor)
     if card == SEVEN_OF_DIAMONDS:
-        return _seven_of_diamonds(floor_mask, profile)
-    return _plans(floor_mask, card)
-
-
-def _seven_of_diamonds(floor: int, profile: Profile) -> tuple[Plan, ...]:
-    if not floor:
-        return ()  # Empty floor: any card trails, 7D included.
-    # 7D basra: count (or, in other profiles, sum) <= limit and no excluded rank (ERAM: Q/K).
-    if profile.seven_measure is SevenMeasure.COUNT:
-        measure = floor.bit_count()
-    else:
-        measure = sum(VALUES[c] for c in cards_of(floor))
-    basra = measure <= profile.seven_limit and not floor & profile.seven_excluded_mask
-    return (Plan(1, _display(floor, -1), basra=basra, sweep=True, mask=floor),)
+        seven_basra = SEVEN_SWEEP_BASRA.get(profile.seven)
+        if seven_basra is not None:  # No criterion: an ordinary 7 (lobashev).
+            if not floor_mask:
+                return ()  # Empty floor: any card trails, 7D included.
+            return (Plan(1, _display(floor_mask, -1), seven_basra(floor_mask), True, floor_mask),)
+    # Cached on everything the answer depends on: the floor, the card and the point table
+    # (the offering order counts points); the 7D sweep above depends on its rule and is not.
+    return _plans(floor_mask, card, profile.points)
 
 
 @lru_cache(maxsize=1 << 14)
-def _plans(floor: int, card: Card) -> tuple[Plan, ...]:
+def _plans(floor: int, card: Card, table: PointTable) -> tuple[Plan, ...]:
     if not floor:
         return ()  # Empty floor: any card trails.
     rank = card % 13
@@ -111,7 +112,7 @@ def _plans(floor: int, card: Card) -> tuple[Plan, ...]:
     if rank in (QUEEN, KING):
         masks: tuple[int, ...] = (rank_matches,) if rank_matches else ()
     else:
-        masks = _number_plan_masks(floor, rank)
+        masks = _number_plan_masks(floor, rank, table)
     # Basra: a capture by any card but J and 7D that leaves the floor empty.
     return tuple(
         Plan(i, _display(m, rank), basra=m == floor, sweep=False, mask=m)
@@ -119,7 +120,7 @@ def _plans(floor: int, card: Card) -> tuple[Plan, ...]:
     )
 
 
-def _number_plan_masks(floor: int, rank: int) -> tuple[int, ...]:
+def _number_plan_masks(floor: int, rank: int, table: PointTable) -> tuple[int, ...]:
     """Captured sets of a number card (A..10) in offering order, at most MAX_PLANS."""
     value = rank + 1
     rank_matches = floor & RANK_MASKS[rank]
@@ -127,28 +128,43 @@ def _number_plan_masks(floor: int, rank: int) -> tuple[int, ...]:
     by_value = tuple(floor & RANK_MASKS[u - 1] for u in range(1, value))
     counts = tuple(s.bit_count() for s in by_value)
     profiles = _group_profiles(value, counts)
-    if len(profiles) == 1 and all(k in (0, c) for k, c in zip(profiles[0], counts, strict=True)):
+    if len(profiles) == 1 and _all_or_none(profiles[0], counts):
         # The usual small floor: one way to take, all or none of each value.
-        sets = [union_of(s for s, k in zip(by_value, profiles[0], strict=True) if k)]
+        only = profiles[0]
+        taken = 0
+        for u in range(len(only)):  # Index loops, not zip and all: compiled, they are plain C.
+            if only[u]:
+                taken |= by_value[u]
+        sets = [taken]
     else:
-        sets = _best_sets(profiles, by_value)
+        sets = _best_sets(profiles, by_value, table)
     if sets == [0] and not rank_matches:
         return ()  # Nothing to take: the card trails.
     return tuple(rank_matches | s for s in sets)
 
 
-def _best_sets(profiles: tuple[tuple[int, ...], ...], by_value: tuple[int, ...]) -> list[int]:
+def _all_or_none(profile: tuple[int, ...], counts: tuple[int, ...]) -> bool:
+    """Whether ``profile`` takes, of each value, none of the floor's cards or all of them."""
+    return all(not (profile[u] and profile[u] != counts[u]) for u in range(len(profile)))
+
+
+def _best_sets(
+    profiles: tuple[tuple[int, ...], ...], by_value: tuple[int, ...], table: PointTable
+) -> list[int]:
     """The best MAX_PLANS concrete sets over all value profiles, best first."""
     # Bound each profile by its best set (the top-scoring cards of each value), best first.
     bounded = sorted(
-        ((sum(_best_score(by_value[u], k) for u, k in enumerate(p) if k), p) for p in profiles),
+        (
+            (sum(_best_score(by_value[u], k, table) for u, k in enumerate(p) if k), p)
+            for p in profiles
+        ),
         reverse=True,
     )
     found: list[tuple[int, int]] = []  # (score, set), kept as a min-heap of the best
     for bound, profile in bounded:
         if len(found) == MAX_PLANS and bound <= found[0][0]:
             break  # No set of this or any later profile can enter the best MAX_PLANS.
-        for scored in _profile_sets(profile, by_value):
+        for scored in _profile_sets(profile, by_value, table):
             if len(found) < MAX_PLANS:
                 heapq.heappush(found, scored)
             elif scored[0] > found[0][0]:
@@ -158,7 +174,9 @@ def _best_sets(profiles: tuple[tuple[int, ...], ...], by_value: tuple[int, ...])
     return [s for _, s in sorted(found, reverse=True)]
 
 
-def _profile_sets(profile: tuple[int, ...], by_value: tuple[int, ...]) -> list[tuple[int, int]]:
+def _profile_sets(
+    profile: tuple[int, ...], by_value: tuple[int, ...], table: PointTable
+) -> list[tuple[int, int]]:
     """The best MAX_PLANS concrete sets with this many cards of each value, best first.
 
     Scores are additive, so the best sets of the whole are among the best sets of each prefix of
@@ -167,7 +185,7 @@ def _profile_sets(profile: tuple[int, ...], by_value: tuple[int, ...]) -> list[t
     partial = [(0, 0)]
     for u, k in enumerate(profile):
         if k:
-            options = _choices(by_value[u], k)
+            options = _choices(by_value[u], k, table)
             partial = heapq.nlargest(
                 MAX_PLANS, ((s + os, m | om) for s, m in partial for os, om in options)
             )
@@ -175,14 +193,15 @@ def _profile_sets(profile: tuple[int, ...], by_value: tuple[int, ...]) -> list[t
 
 
 @lru_cache(maxsize=1 << 12)
-def _choices(cards: int, k: int) -> tuple[tuple[int, int], ...]:
+def _choices(cards: int, k: int, table: PointTable) -> tuple[tuple[int, int], ...]:
     """Every way to pick ``k`` of ``cards`` (one value's cards) as (score, set), best first."""
     picks = combinations(cards_of(cards), k)
-    return tuple(sorted(((sum(_SCORE[c] for c in p), mask_of(p)) for p in picks), reverse=True))
+    score = table.plan_scores
+    return tuple(sorted(((sum(score[c] for c in p), mask_of(p)) for p in picks), reverse=True))
 
 
-def _best_score(cards: int, k: int) -> int:
-    return _choices(cards, k)[0][0]
+def _best_score(cards: int, k: int, table: PointTable) -> int:
+    return _choices(cards, k, table)[0][0]
 
 
 @lru_cache(maxsize=1 << 14)
@@ -247,9 +266,10 @@ def _remove_group(target: int, counts: list[int], top: int) -> Iterable[tuple[in
 
 def _display(mask: int, rank: int) -> tuple[Card, ...]:
     first = mask & RANK_MASKS[rank] if rank >= 0 else 0
-    return tuple(
-        sorted(cards_of(first), key=_DISPLAY_KEY.__getitem__)
-        + sorted(cards_of(mask & ~first), key=_DISPLAY_KEY.__getitem__)
+    rest = mask & ~first
+    # The cards in display order, walked once, rather than two sorts with a key function.
+    return tuple([CARDS[c] for c in _DISPLAY_ORDER if first >> c & 1]) + tuple(
+        [CARDS[c] for c in _DISPLAY_ORDER if rest >> c & 1]
     )
 
 
@@ -258,7 +278,8 @@ def plan_count(floor: int | Iterable[Card], card: Card, profile: Profile = ERAM)
     first ``MAX_PLANS`` of them, so a count above it says that some were left out."""
     floor_mask = floor if isinstance(floor, int) else mask_of(floor)
     rank = card % 13
-    if card == SEVEN_OF_DIAMONDS or not floor_mask or rank >= JACK:
+    sweeping_seven = card == SEVEN_OF_DIAMONDS and profile.seven in SEVEN_SWEEP_BASRA
+    if sweeping_seven or not floor_mask or rank >= JACK:
         return len(capture_plans(floor_mask, card, profile))  # one plan at most
     value = rank + 1
     counts = tuple((floor_mask & RANK_MASKS[u - 1]).bit_count() for u in range(1, value))

@@ -1,40 +1,63 @@
-"""What one seat may see: its own hand and the table, never another hand, the stock or the seed."""
+"""What one seat may see: its own hand and the table, never another hand (a partner's included),
+the stock's order or the seed; the stock's bottom card only where the profile shows it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from basra.engine.cards import Card
+from basra.engine.cards import Card, cards_of
 from basra.engine.errors import InvalidSeatError
-from basra.engine.state import Phase, State
+from basra.engine.game import current_target, next_dealer
+from basra.engine.rules import bottom_card_visible
+from basra.engine.state import GameResult, LastPlay, Phase, State
 
 
 @dataclass(frozen=True, slots=True)
 class SeatView:
-    """One seat's view of a match."""
+    """One seat's view of a match. Figures "per side" are indexed by side (see ``sides``)."""
 
     seat: int
+    side: int
+    """The side this seat plays for."""
+    sides: tuple[int, ...]
+    """The side of each seat, indexed by seat (with no partnerships, ``sides[s] == s``)."""
     hand: tuple[Card, ...]
     """This seat's own cards, in the order dealt."""
     floor: tuple[Card, ...]
     hand_sizes: tuple[int, ...]
     """Cards in each seat's hand (the only thing shown of the other hands)."""
     captured_counts: tuple[int, ...]
-    """Cards each seat has captured this hand."""
+    """Cards each side has captured this hand."""
+    captured_specials: tuple[tuple[Card, ...], ...]
+    """The special (scoring) cards each side has captured this hand."""
     basras: tuple[int, ...]
-    """Basras each seat has made this hand."""
+    """Basras each side has made this hand."""
+    basra_points: tuple[int, ...]
+    """Points of those basras, per side."""
     stock_size: int
-    turn: int
+    bottom_card: Card | None
+    """The stock's bottom card when this seat may see it (the dealer in the egyptian family,
+    every seat with option ``bottom_card_shown``) and it is not dealt yet; else None."""
+    turn: int | None
+    """Seat to play; None when no hand is in progress."""
     dealer: int
+    next_dealer: int | None
+    """The seat that deals the next hand, once a hand is over; None otherwise."""
     hand_number: int
     deal_number: int
     plays_left: int
     last_capturer: int | None
+    last_play: LastPlay | None
     scores: tuple[int, ...]
+    """Each side's total in the current game."""
     carry: int
     target: int
+    """Points that win the current game."""
+    games: tuple[GameResult, ...]
+    """A rubber's finished games."""
     phase: Phase
     winner: int | None
+    """The winning side once the match is over."""
 
 
 def view(state: State, seat: int) -> SeatView:
@@ -45,23 +68,35 @@ def view(state: State, seat: int) -> SeatView:
     """
     if not 0 <= seat < state.seats:
         raise InvalidSeatError(seat, state.seats)
+    profile = state.profile
+    points = profile.points.points
+    visible_bottom = bottom_card_visible(profile.bottom_card, seat, state.dealer)
+    playing = state.phase is Phase.PLAYING
     return SeatView(
         seat=seat,
+        side=profile.side_of(seat),
+        sides=tuple(profile.side_of(s) for s in range(state.seats)),
         hand=state.hands[seat],
         floor=state.floor,
         hand_sizes=tuple(len(h) for h in state.hands),
         captured_counts=tuple(m.bit_count() for m in state.captured),
+        captured_specials=tuple(tuple(c for c in cards_of(m) if points[c]) for m in state.captured),
         basras=state.basras,
+        basra_points=state.basra_points,
         stock_size=len(state.stock),
-        turn=state.turn,
+        bottom_card=state.bottom_card if visible_bottom and playing else None,
+        turn=state.turn if playing else None,
         dealer=state.dealer,
+        next_dealer=next_dealer(state) if state.phase is Phase.HAND_OVER else None,
         hand_number=state.hand_number,
         deal_number=state.deal_number,
         plays_left=state.plays_left,
         last_capturer=state.last_capturer,
+        last_play=state.last_play,
         scores=state.scores,
         carry=state.carry,
-        target=state.profile.target,
+        target=current_target(state),
+        games=state.games,
         phase=state.phase,
         winner=state.winner,
     )

@@ -1,6 +1,7 @@
 """Seat tokens, API keys, match ids and request ids: the service's secrets and identifiers.
 
-Seat tokens are 256-bit random secrets. The store keeps only their SHA-256 (a fast hash is right
+Seat tokens are 256-bit random secrets; a seat's read-only watch token (for spectators) is
+derived from it one way. The store keeps only their SHA-256 (a fast hash is right
 for high-entropy secrets), tokens are compared in constant time, and nothing here ever logs one.
 The only copy of the tokens the service keeps is inside a match's creation record, encrypted
 under a key derived from the creating request's request_id, so that a retry of that Deal can be
@@ -68,24 +69,59 @@ def bearer_token(metadata: Metadata) -> str:
     )
 
 
-def seat_of(token: str, hashes: Sequence[bytes]) -> int:
-    """The seat whose stored hash matches ``token``.
-
-    Every seat is compared, in constant time, whatever matches first.
+def seat_of(token: str, hashes: Sequence[bytes], watch_hashes: Sequence[bytes] = ()) -> int:
+    """The seat whose stored hash matches ``token``, for a call that needs a seat.
 
     Raises:
-        ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no seat matches.
+        ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no token matches, or
+            PERMISSION_DENIED / WATCH_TOKEN_READ_ONLY for a watch token.
+    """
+    seat = viewer_of(token, hashes, watch_hashes)
+    if seat is None:
+        raise read_only()
+    return seat
+
+
+def read_only() -> ServiceError:
+    """The rejection of a watch token where a seat token is needed."""
+    return ServiceError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        "WATCH_TOKEN_READ_ONLY",
+        "a watch token only reads (GetMatch, Score, WatchMatch): this call needs a seat token",
+    )
+
+
+def viewer_of(token: str, hashes: Sequence[bytes], watch_hashes: Sequence[bytes]) -> int | None:
+    """The seat whose token ``token`` is, or None for a watch token (a spectator).
+
+    Every stored hash is compared, in constant time, whatever matches first.
+
+    Raises:
+        ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no token matches.
     """
     presented = token_hash(token)
     seat = -1
+    spectator = False
     for index, stored in enumerate(hashes):
         if hmac.compare_digest(presented, stored):
             seat = index
+    for stored in watch_hashes:
+        if hmac.compare_digest(presented, stored):
+            spectator = True
+    if spectator:
+        return None
     if seat < 0:
         raise ServiceError(
             grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID", "the seat token is not valid here"
         )
     return seat
+
+
+def watch_token(seat_token: str) -> str:
+    """The read-only watch token of a seat: one-way derived from its seat token (HMAC-SHA256),
+    so every request for it returns the same token and the store keeps only its hash."""
+    raw = hmac.new(seat_token.encode(), b"basra/watch-token", hashlib.sha256).digest()
+    return token_text(raw)
 
 
 def check_api_key(metadata: Metadata, expected: str | None) -> None:

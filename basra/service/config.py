@@ -254,7 +254,7 @@ class Settings:
     watch_poll_s: float = setting(
         5.0,
         "BASRA_WATCH_POLL_SECONDS",
-        "longest single store wait of WatchMatch, seconds",
+        "seconds between checks (PING) of the shared WatchMatch reader's Redis connection",
     )
     http_listen: str | None = setting(
         "[::]:8080",

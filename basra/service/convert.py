@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from basra.engine import (
     CARDS,
+    BottomCard,
     Card,
     CardPlayed,
     CardsDealt,
     Event,
     FloorCollected,
+    GameEnded,
+    GameResult,
     HandScore,
     HandScored,
     HandStarted,
     MatchEnded,
     Phase,
     Plan,
+    Profile,
     State,
     view,
 )
+from basra.engine.cards import cards_of
+from basra.engine.game import current_target
+from basra.engine.profile import RUBBER_FINAL_TARGET, RUBBER_WINS, RuleSystem
+from basra.engine.rules import BASRA_VALUE, BasraValue, MajorityTie
 from basra.service.errors import ServiceError, invalid_argument
-from basra.v1 import game_pb2
+from basra.v1 import game_pb2, rules_pb2
 
 _STATUS = {
     Phase.PLAYING: game_pb2.MATCH_STATUS_PLAYING,
@@ -35,8 +44,15 @@ def card_to_pb(card: Card) -> game_pb2.Card:
     return game_pb2.Card(rank=card.rank + 1, suit=card.suit + 1)  # type: ignore[arg-type]
 
 
+# Every card's message, built once: a Play's views and events hold a dozen cards, and copying a
+# built message costs a third of building one from keywords.
+_CARD_PB: Final = tuple(card_to_pb(card) for card in CARDS)
+
+
 def cards_to_pb(cards: Iterable[Card]) -> list[game_pb2.Card]:
-    return [card_to_pb(c) for c in cards]
+    """The cards' messages, shared: pass them to a message constructor or ``extend``, which copy
+    them, never mutate them."""
+    return [_CARD_PB[c] for c in cards]
 
 
 def card_from_pb(card: game_pb2.Card, field: str = "card") -> Card:
@@ -59,9 +75,11 @@ def status_of(phase: Phase) -> game_pb2.MatchStatus.ValueType:
 
 
 def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2.MatchView:
-    """One seat's view: its own hand, the table, never another hand or the stock."""
+    """One seat's view: its own hand and the table, never another hand or the stock's order."""
     seen = view(state, seat)
-    return game_pb2.MatchView(
+    profile = state.profile
+    won = state.games_won
+    out = game_pb2.MatchView(
         match_id=match_id,
         version=version,
         seat=seat,
@@ -71,14 +89,16 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
             game_pb2.SeatSummary(
                 seat=s,
                 hand_size=seen.hand_sizes[s],
-                captured_count=seen.captured_counts[s],
-                basras=seen.basras[s],
-                score=seen.scores[s],
+                captured_count=seen.captured_counts[side],
+                basras=seen.basras[side],
+                score=seen.scores[side],
+                side=side,
             )
-            for s in range(state.seats)
+            for s, side in enumerate(seen.sides)
         ],
         stock_size=seen.stock_size,
-        turn=seen.turn,
+        # Kept as it always was for clients that read it; to_play is the meaningful one.
+        turn=state.turn,
         dealer=seen.dealer,
         hand_number=seen.hand_number,
         deal_number=seen.deal_number,
@@ -86,31 +106,129 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
         carry=seen.carry,
         target=seen.target,
         status=status_of(seen.phase),
-        winner=seen.winner,
+        winner=None if seen.winner is None else _first_seat(state, seen.winner),
         last_capturer=seen.last_capturer,
-        rules=state.profile.name,
+        rules=profile.name,
+        side=seen.side,
+        sides=[
+            game_pb2.SideSummary(
+                side=side,
+                seats=_seats_of(state, side),
+                captured_count=seen.captured_counts[side],
+                basras=seen.basras[side],
+                basra_points=seen.basra_points[side],
+                score=seen.scores[side],
+                captured_specials=cards_to_pb(seen.captured_specials[side]),
+                games_won=won[side],
+            )
+            for side in range(profile.sides)
+        ],
+        to_play=seen.turn,
+        next_dealer=seen.next_dealer,
+        games=[game_result_to_pb(n, g) for n, g in enumerate(seen.games, start=1)],
+        options=options_of(profile),
+        game=state.game,
+        winner_side=seen.winner,
+        seat_count=state.seats,
+    )
+    if seen.bottom_card is not None:
+        out.bottom_card.CopyFrom(card_to_pb(seen.bottom_card))
+    if seen.last_play is not None:
+        last = seen.last_play
+        out.last_play.CopyFrom(
+            game_pb2.CardPlayed(
+                seat=last.seat,
+                card=card_to_pb(last.card),
+                plan_id=last.plan,
+                captured=cards_to_pb(last.captured),
+                basra=last.basra_points > 0,
+                sweep=last.sweep,
+                trail=not last.captured,
+                basra_points=last.basra_points,
+                side=profile.side_of(last.seat),
+            )
+        )
+    return out
+
+
+def options_of(profile: Profile) -> game_pb2.MatchOptions:
+    """The options a profile was built with."""
+    return game_pb2.MatchOptions(
+        rubber=profile.rubber_wins > 0,
+        bottom_card_shown=profile.bottom_card is BottomCard.EVERY_SEAT,
     )
 
 
-def plan_to_pb(plan: Plan) -> game_pb2.Plan:
+def spectator_view_to_pb(state: State, match_id: str, version: int) -> game_pb2.MatchView:
+    """A spectator's view: what every seat's view shows alike, no hand at all, and no card only
+    some seats may see (the stock's bottom card shown to its dealer)."""
+    views = [view_to_pb(state, seat, match_id, version) for seat in range(state.seats)]
+    public = views[0]
+    public.ClearField("hand")
+    if not all(v.HasField("bottom_card") for v in views):
+        public.ClearField("bottom_card")
+    public.spectator = True
+    return public
+
+
+def _seats_of(state: State, side: int) -> list[int]:
+    return [s for s in range(state.seats) if state.profile.side_of(s) == side]
+
+
+def _first_seat(state: State, side: int) -> int:
+    """The lower-numbered seat of ``side``: what the per-seat ``winner`` fields carry."""
+    return _seats_of(state, side)[0]
+
+
+def _per_seat(profile: Profile, per_side: Sequence[int]) -> list[int]:
+    return [per_side[profile.side_of(s)] for s in range(profile.seats)]
+
+
+def game_result_to_pb(number: int, game: GameResult) -> game_pb2.GameResult:
+    return game_pb2.GameResult(game=number, winner_side=game.winner, side_totals=game.totals)
+
+
+def plan_to_pb(plan: Plan, card: Card, profile: Profile) -> game_pb2.Plan:
+    value = BASRA_VALUE[profile.basra_value](card, profile.basra_points) if plan.basra else 0
     return game_pb2.Plan(
-        id=plan.id, captures=cards_to_pb(plan.captures), basra=plan.basra, sweep=plan.sweep
+        id=plan.id,
+        captures=cards_to_pb(plan.captures),
+        basra=plan.basra,
+        sweep=plan.sweep,
+        basra_points=value,
     )
 
 
-def card_plans_to_pb(card: Card, plans: Sequence[Plan]) -> game_pb2.CardPlans:
+def card_plans_to_pb(card: Card, plans: Sequence[Plan], profile: Profile) -> game_pb2.CardPlans:
     return game_pb2.CardPlans(
-        card=card_to_pb(card), plans=[plan_to_pb(p) for p in plans], trails=not plans
+        card=card_to_pb(card), plans=[plan_to_pb(p, card, profile) for p in plans], trails=not plans
     )
 
 
-def hand_score_to_pb(score: HandScore) -> game_pb2.HandScore:
+def hand_score_to_pb(score: HandScore, profile: Profile, game: int = 1) -> game_pb2.HandScore:
+    def seat_score(seat: int) -> game_pb2.SeatHandScore:
+        s = score.sides[profile.side_of(seat)]
+        return game_pb2.SeatHandScore(
+            seat=seat,
+            cards=s.cards,
+            majority=s.majority,
+            carry=s.carry,
+            specials=s.specials,
+            basras=s.basras,
+            basra_points=s.basra_points,
+            total=s.total,
+        )
+
     return game_pb2.HandScore(
         hand=score.hand,
         dealer=score.dealer,
-        seats=[
-            game_pb2.SeatHandScore(
-                seat=seat,
+        seats=[seat_score(seat) for seat in range(profile.seats)],
+        carry_before=score.carry_before,
+        carry_after=score.carry_after,
+        sides=[
+            game_pb2.SideHandScore(
+                side=side,
+                seats=[t for t in range(profile.seats) if profile.side_of(t) == side],
                 cards=s.cards,
                 majority=s.majority,
                 carry=s.carry,
@@ -119,25 +237,39 @@ def hand_score_to_pb(score: HandScore) -> game_pb2.HandScore:
                 basra_points=s.basra_points,
                 total=s.total,
             )
-            for seat, s in enumerate(score.seats)
+            for side, s in enumerate(score.sides)
         ],
-        carry_before=score.carry_before,
-        carry_after=score.carry_after,
+        game=game,
     )
 
 
 def scoreboard_to_pb(state: State) -> game_pb2.Scoreboard:
+    profile = state.profile
     return game_pb2.Scoreboard(
-        hands=[hand_score_to_pb(h) for h in state.history],
-        totals=state.scores,
+        hands=[hand_score_to_pb(h, profile, state.game) for h in state.history],
+        totals=_per_seat(profile, state.scores),
         carry=state.carry,
-        target=state.profile.target,
+        target=current_target(state),
         status=status_of(state.phase),
-        winner=state.winner,
+        winner=None if state.winner is None else _first_seat(state, state.winner),
+        side_totals=state.scores,
+        games=[game_result_to_pb(n, g) for n, g in enumerate(state.games, start=1)],
+        winner_side=state.winner,
+        seat_sides=[profile.side_of(s) for s in range(state.seats)],
     )
 
 
-def card_played_to_pb(event: CardPlayed) -> game_pb2.CardPlayed:
+def match_result_to_pb(state: State, event: MatchEnded) -> game_pb2.MatchResult:
+    return game_pb2.MatchResult(
+        winner=_first_seat(state, event.winner),
+        totals=_per_seat(state.profile, event.totals),
+        winner_side=event.winner,
+        side_totals=event.totals,
+        games=[game_result_to_pb(n, g) for n, g in enumerate(state.games, start=1)],
+    )
+
+
+def card_played_to_pb(event: CardPlayed, profile: Profile) -> game_pb2.CardPlayed:
     return game_pb2.CardPlayed(
         seat=event.seat,
         card=card_to_pb(event.card),
@@ -146,11 +278,15 @@ def card_played_to_pb(event: CardPlayed) -> game_pb2.CardPlayed:
         basra=event.basra,
         sweep=event.sweep,
         trail=event.trail,
+        basra_points=event.basra_points,
+        side=profile.side_of(event.seat),
     )
 
 
-def event_to_pb(event: Event, version: int) -> game_pb2.MatchEvent:
-    """The public MatchEvent of an engine event (no seat's cards: see ``for_seat``)."""
+def event_to_pb(event: Event, version: int, after: State) -> game_pb2.MatchEvent:
+    """The public MatchEvent of an engine event (no seat's cards: see ``for_seat``); ``after``
+    is the state the event's step produced."""
+    profile = after.profile
     out = game_pb2.MatchEvent(version=version)
     if isinstance(event, HandStarted):
         out.hand_started.CopyFrom(
@@ -159,6 +295,7 @@ def event_to_pb(event: Event, version: int) -> game_pb2.MatchEvent:
                 dealer=event.dealer,
                 leader=event.leader,
                 floor=cards_to_pb(event.floor),
+                game=event.game,
             )
         )
     elif isinstance(event, CardsDealt):
@@ -171,21 +308,42 @@ def event_to_pb(event: Event, version: int) -> game_pb2.MatchEvent:
             )
         )
     elif isinstance(event, CardPlayed):
-        out.card_played.CopyFrom(card_played_to_pb(event))
+        out.card_played.CopyFrom(card_played_to_pb(event, profile))
     elif isinstance(event, FloorCollected):
         out.floor_collected.CopyFrom(
-            game_pb2.FloorCollected(seat=event.seat, cards=cards_to_pb(event.cards))
+            game_pb2.FloorCollected(
+                seat=event.seat,
+                cards=cards_to_pb(event.cards),
+                side=None if event.seat is None else profile.side_of(event.seat),
+            )
         )
     elif isinstance(event, HandScored):
         out.hand_scored.CopyFrom(
             game_pb2.HandScored(
-                score=hand_score_to_pb(event.score),
-                totals=event.totals,
+                score=hand_score_to_pb(event.score, profile, event.game),
+                totals=_per_seat(profile, event.totals),
                 extra_hand=event.extra_hand,
+                side_totals=event.totals,
+            )
+        )
+    elif isinstance(event, GameEnded):
+        out.game_ended.CopyFrom(
+            game_pb2.GameEnded(
+                game=event.game,
+                winner_side=event.winner,
+                side_totals=event.totals,
+                games_won=event.games_won,
             )
         )
     elif isinstance(event, MatchEnded):
-        out.match_ended.CopyFrom(game_pb2.MatchEnded(winner=event.winner, totals=event.totals))
+        out.match_ended.CopyFrom(
+            game_pb2.MatchEnded(
+                winner=_first_seat(after, event.winner),
+                totals=_per_seat(profile, event.totals),
+                winner_side=event.winner,
+                side_totals=event.totals,
+            )
+        )
     return out
 
 
@@ -198,3 +356,93 @@ def for_seat(event: game_pb2.MatchEvent, dealt: Sequence[Card]) -> game_pb2.Matc
     seat_event.CopyFrom(event)
     getattr(seat_event, kind).your_cards.extend(cards_to_pb(dealt))
     return seat_event
+
+
+_SEATING: Final = {
+    "unspecified": rules_pb2.SEATING_DIRECTION_UNSPECIFIED,
+    "anticlockwise": rules_pb2.SEATING_DIRECTION_ANTICLOCKWISE,
+    "clockwise": rules_pb2.SEATING_DIRECTION_CLOCKWISE,
+}
+_MAJORITY_TIE: Final = {
+    MajorityTie.CARRY: rules_pb2.MAJORITY_TIE_CARRY,
+    MajorityTie.NOTHING: rules_pb2.MAJORITY_TIE_NOTHING,
+}
+_BASRA_VALUE: Final = {
+    BasraValue.FIXED: rules_pb2.BASRA_VALUE_FIXED,
+    BasraValue.TWICE_THE_CARD: rules_pb2.BASRA_VALUE_TWICE_THE_CARD,
+}
+_BASRA_WORDS: Final = {
+    BasraValue.FIXED: "A capture by any card but a jack that leaves the floor empty scores {points}"
+    " (the seven of diamonds by its own rule). A jack's sweep is never a basra.",
+    BasraValue.TWICE_THE_CARD: "A capture by any card but a jack that leaves the floor empty "
+    "scores twice the value of the card that made it, queen and king counting 10 (a seven 14, a "
+    "queen 20, an ace 2; the seven of diamonds by its own rule, 14). A jack's sweep is never a "
+    "basra.",
+}
+_BOTTOM_WORDS: Final = {
+    BottomCard.HIDDEN: "Nobody sees the stock's bottom card.",
+    BottomCard.DEALER: "The stock's bottom card (dealt last) is shown to the dealer after the "
+    "shuffle, until it is dealt.",
+}
+
+
+def rule_system_to_pb(system: RuleSystem) -> rules_pb2.RuleSystem:
+    """What ListRules says of a rule system, read from its profile (its data is the truth)."""
+    base = system.base
+    points = base.points.points
+    tie = (
+        "a tie for the most cards scores nothing and its value is carried to the next majority"
+        if base.majority_tie is MajorityTie.CARRY
+        else "a tie for the most cards scores nothing and carries nothing"
+    )
+    need = f", and at least {base.majority_cards} of the 52," if base.majority_cards > 1 else ""
+    out = rules_pb2.RuleSystem(
+        name=system.name,
+        title=system.title,
+        seat_counts=[
+            rules_pb2.SeatCount(
+                seats=seats,
+                partnerships=profile.partnerships,
+                sides=profile.sides,
+                deals_per_hand=profile.deals_per_hand,
+                bottom_card_shown_option=seats in system.bottom_card_seats,
+            )
+            for seats in system.seat_counts
+            for profile in (system.profile(seats),)
+        ],
+        target=base.target,
+        cards_per_deal=base.cards_per_deal,
+        dealt_one_at_a_time=base.deal_singly,
+        floor_cards=base.floor_cards,
+        buried=cards_to_pb(cards_of(base.buried)),
+        special_cards=[
+            rules_pb2.CardPoints(card=card_to_pb(CARDS[c]), points=p)
+            for c, p in enumerate(points)
+            if p
+        ],
+        majority_points=base.majority_points,
+        majority_min_cards=base.majority_cards,
+        majority_tie=_MAJORITY_TIE[base.majority_tie],
+        basra_value=_BASRA_VALUE[base.basra_value],
+        basra_points=base.basra_points,
+        fixed_points=base.fixed_points,
+        seven_of_diamonds=system.seven_in_words,
+        majority=f"The side with more cards than every other side{need} scores "
+        f"{base.majority_points}; {tie}.",
+        basra=_BASRA_WORDS[base.basra_value].format(points=base.basra_points),
+        bottom_card=_BOTTOM_WORDS[base.bottom_card]
+        + (
+            " With option bottom_card_shown (at 2 seats) every seat sees it."
+            if system.bottom_card_seats
+            else ""
+        ),
+        seating_direction=_SEATING[system.direction],
+        source=system.source,
+    )
+    if system.rubber:
+        out.rubber.CopyFrom(
+            rules_pb2.RubberRules(
+                games=2 * RUBBER_WINS - 1, wins=RUBBER_WINS, final_target=RUBBER_FINAL_TARGET
+            )
+        )
+    return out

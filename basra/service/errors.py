@@ -97,14 +97,23 @@ _INPUT_FIELDS: Final = {
     "INVALID_SEAT": "seat",
     "INVALID_PLAN_ID": "plan_id",
     "INVALID_INPUT": "plan_id",
+    "UNKNOWN_RULES": "rules",
+    "SEATS_NOT_ALLOWED": "seats",
+    "OPTION_NOT_AVAILABLE": "options",
 }
+# Engine reasons that are ErrorReason values of their own; the others become INVALID_ARGUMENT.
+_OWN_REASONS: Final = frozenset(
+    {"INVALID_CARD", "UNKNOWN_RULES", "SEATS_NOT_ALLOWED", "OPTION_NOT_AVAILABLE"}
+)
 
 
 def from_engine(error: BasraError) -> ServiceError:
     """The status for an engine error: malformed input or a play illegal now."""
     if isinstance(error, InvalidInputError):
         field = _INPUT_FIELDS.get(error.reason, "request")
-        reason = "INVALID_CARD" if error.reason == "INVALID_CARD" else "INVALID_ARGUMENT"
+        if error.reason == "OPTION_NOT_AVAILABLE":
+            field = f"options.{error.metadata['option']}"
+        reason = error.reason if error.reason in _OWN_REASONS else "INVALID_ARGUMENT"
         return ServiceError(
             grpc.StatusCode.INVALID_ARGUMENT,
             reason,

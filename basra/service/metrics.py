@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from basra.service.errors import ServiceError
 from basra.service.store.base import (
+    ChangeFeed,
     Commit,
     EventPage,
     MatchRecord,
@@ -46,6 +47,9 @@ class Metrics:
     store_errors: Counter
     store_up: Gauge
     watch_streams: Gauge
+    watch_matches: Gauge
+    watch_reconnects: Counter
+    record_cache: Counter
     request_timeouts: Counter
     store_full: Gauge
     store_full_writes: Counter
@@ -138,6 +142,23 @@ class Metrics:
             watch_streams=Gauge(
                 "basra_watch_streams", "Open WatchMatch streams", registry=registry
             ),
+            watch_matches=Gauge(
+                "basra_watch_matches",
+                "Matches the replica's shared WatchMatch reader follows (they have open streams)",
+                registry=registry,
+            ),
+            watch_reconnects=Counter(
+                "basra_watch_reader_reconnects",
+                "Times the shared WatchMatch reader lost its store connection and reconnected",
+                registry=registry,
+            ),
+            record_cache=Counter(
+                "basra_record_cache",
+                "Changes (Play, next Deal) that started from the record this replica remembered "
+                "(hit: no GET) or had to load it (miss)",
+                ["result"],
+                registry=registry,
+            ),
             store_full=Gauge(
                 "basra_store_full",
                 "1 when the last store health check found it refusing writes (out of memory)",
@@ -206,13 +227,19 @@ class InstrumentedStore:
     async def commit(self, match_id: str, commit: Commit) -> bool:
         return await self._timed("commit", self.inner.commit(match_id, commit))
 
-    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
-        # A blocking wait is not a latency; only failures are counted.
-        try:
-            return await self.inner.events(match_id, after_version, wait_s)
-        except Exception:
-            self._errors["events"].inc()
-            raise
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        return await self._timed("commit", self.inner.commit_or_current(match_id, commit))
+
+    async def events(self, match_id: str, after_version: int) -> EventPage:
+        return await self._timed("events", self.inner.events(match_id, after_version))
+
+    async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
+        return await self._timed("events", self.inner.events_many(after))
+
+    def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:
+        return self.inner.feed(on_reconnect)
 
     async def ping(self) -> None:
         await self._timed("ping", self.inner.ping())

@@ -21,6 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from basra import engine
 from basra.service import logs
 from basra.service.config import Settings, flag_name
 from basra.service.grpc_transport import register
@@ -90,6 +91,7 @@ def open_store(settings: Settings) -> Store:
         ttl_s=settings.match_ttl_s,
         events_maxlen=settings.events_maxlen,
         timeout_s=settings.store_timeout_s,
+        watch_poll_s=settings.watch_poll_s,
         finished_ttl_s=settings.finished_ttl_s,
     )
 
@@ -104,6 +106,7 @@ class BasraServer:
     metrics: Metrics
     health: Any  # grpc_health.v1.health.aio.HealthServicer (published untyped)
     metrics_port: int | None = None
+    servicer: Servicer | None = None
     http: HttpServer | None = None
     """The HTTP port (Connect, gRPC-Web, gRPC, /healthz, web table), unless disabled."""
     readiness: Readiness = field(default_factory=Readiness)
@@ -130,6 +133,8 @@ class BasraServer:
         if self.http is not None:
             stopping.append(self.http.stop(grace))
         await asyncio.gather(*stopping)
+        if self.servicer is not None:
+            await self.servicer.close()
         await self.store.close()
         if self._metrics_http is not None:
             await asyncio.to_thread(self._metrics_http.shutdown)
@@ -249,7 +254,7 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
                 f"({flag_name('metrics_port')}, {flag_name('metrics_host')}): {exc.strerror or exc}"
             ) from None
     await server.start()
-    running = BasraServer(server, port, instrumented, metrics, health_servicer)
+    running = BasraServer(server, port, instrumented, metrics, health_servicer, servicer=core)
     if metrics_http is not None:
         running.metrics_port = int(metrics_http.server_port)
         running._metrics_http = metrics_http
@@ -279,6 +284,9 @@ async def run(settings: Settings) -> None:
             "store": "redis" if settings.redis_url else "embedded",
             "metrics_port": server.metrics_port,
             "http_port": server.http.port if server.http else None,
+            # Which engine runs: mypyc-compiled, or the .py sources (no C compiler at build
+            # time, or BASRA_ENGINE=pure).
+            "engine": "compiled" if engine.COMPILED else "interpreted",
         },
     )
     stopping = asyncio.Event()

@@ -15,7 +15,17 @@ import random
 import time
 from collections.abc import Callable
 
-from basra.engine import Phase, apply, deal_next_hand, new_match
+from basra.engine import (
+    COMPILED,
+    ERAM,
+    Phase,
+    Profile,
+    apply,
+    deal_next_hand,
+    encode,
+    match_profile,
+    new_match,
+)
 from basra.engine import plans as plans_module
 from basra.engine.bots import random_play
 from basra.engine.cards import CARDS, Card, mask_of
@@ -34,10 +44,11 @@ def clear_caches() -> None:
         cached.cache_clear()
 
 
-def self_play_hands_per_s(seconds: float) -> float:
-    """Random two-seat self-play: a random card, then a random plan of it, to the end of hands."""
+def self_play_hands_per_s(seconds: float, profile: Profile = ERAM) -> float:
+    """Random self-play (ERAM, two seats, unless ``profile`` says otherwise): a random card, then
+    a random plan of it, to the end of hands."""
     rng = random.Random(1)
-    state, _ = new_match(rng.getrandbits(64))
+    state, _ = new_match(rng.getrandbits(64), profile)
     hands = 0
     start = time.perf_counter()
     deadline = start + seconds
@@ -51,7 +62,17 @@ def self_play_hands_per_s(seconds: float) -> float:
         if state.phase is Phase.HAND_OVER:
             state, _ = deal_next_hand(state)
         else:
-            state, _ = new_match(rng.getrandbits(64))
+            state, _ = new_match(rng.getrandbits(64), profile)
+
+
+def four_seat_state_bytes() -> int:
+    """engine.codec bytes of a 4-seat partnership (egyptian) state mid-hand, at play 20."""
+    profile = match_profile("egyptian", 4)
+    rng = random.Random(20)
+    state, _ = new_match(rng.getrandbits(64), profile)
+    while state.plays < 20:
+        state, _ = apply(state, random_play(state, rng))
+    return len(encode(state))
 
 
 def typical_positions(count: int) -> list[tuple[int, Card]]:
@@ -123,15 +144,23 @@ def worst_crafted_ms() -> tuple[float, list[str]]:
     return worst_overall, lines
 
 
-def engine_figures(seconds: float = 3.0) -> dict[str, float]:
+def engine_figures(seconds: float = 3.0) -> dict[str, float | bool]:
     """Measure and print the engine figures; returns them for the JSON summary."""
-    print(f"# engine benchmark on {platform.python_implementation()} {platform.python_version()}")
+    engine = "compiled (mypyc)" if COMPILED else "interpreted (.py sources)"
+    print(
+        f"# engine benchmark on {platform.python_implementation()} {platform.python_version()}, "
+        f"engine {engine}"
+    )
     hands = self_play_hands_per_s(seconds)
     print(
         f"random self-play: {hands:,.0f} hands/s (48 plays each), "
         f"{hands / REFERENCE_HANDS_PER_S:.2f}x the {REFERENCE_HANDS_PER_S:,} hands/s of the "
         "fastest public (JIT TypeScript) engine"
     )
+    partnership = self_play_hands_per_s(seconds, match_profile("egyptian", 4))
+    print(f"random self-play, 4 seats in two partnerships (egyptian): {partnership:,.0f} hands/s")
+    state_bytes = four_seat_state_bytes()
+    print(f"a 4-seat partnership state mid-hand (play 20): {state_bytes} bytes (engine.codec)")
     positions = typical_positions(50_000)
     rate = plans_per_s(positions)
     print(
@@ -146,6 +175,9 @@ def engine_figures(seconds: float = 3.0) -> dict[str, float]:
         "engine_vs_reference_ratio": round(hands / REFERENCE_HANDS_PER_S, 3),
         "plans_per_s": round(rate, 1),
         "plans_adversarial_max_ms": round(worst, 2),
+        "engine_partnership_4_seat_hands_per_s": round(partnership, 1),
+        "engine_state_bytes_4_seat_mid_hand": state_bytes,
+        "engine_compiled": COMPILED,
     }
 
 

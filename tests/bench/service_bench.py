@@ -30,7 +30,7 @@ from pyqwest import Client as HTTPClient
 from pyqwest import HTTPTransport, HTTPVersion
 
 from basra.client.match import card_pb
-from basra.engine import Phase, apply, deal_next_hand, new_match
+from basra.engine import CardPlayed, Phase, apply, deal_next_hand, match_profile, new_match
 from basra.engine.bots import random_play
 from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
@@ -219,10 +219,13 @@ async def drive(
     channels: int,
     limit_s: float,
     connect: Callable[[str], Calls] = GrpcCalls,
+    spread: bool = False,
 ) -> LoadResult:
     """Play every match concurrently; each call goes through one of ``channels`` connections
-    (gRPC channels by default)."""
+    (gRPC channels by default): the match's own (a match sticks to one target, as consistent
+    hashing on the match id would route it), or with ``spread`` any connection at random."""
     pool = [connect(targets[i % len(targets)]) for i in range(channels)]
+    chooser = random.Random(0)
     latencies: list[float] = []
     counts = {"plays": 0, "deals": 0}
     deadline = time.perf_counter() + limit_s
@@ -230,6 +233,8 @@ async def drive(
     async def run(index: int, match: Match) -> None:
         calls = pool[index % len(pool)]
         for step in match.steps:
+            if spread:
+                calls = chooser.choice(pool)
             if time.perf_counter() > deadline:
                 return
             token = match.tokens[step.seat]
@@ -281,6 +286,13 @@ def top_level_calls(client: redis.Redis) -> int:
     return sum(int(stats[name]["calls"]) for name in sent if name in stats)
 
 
+def gets(client: redis.Redis) -> int:
+    """GETs sent: in the load loop (plays and deals, no reads) each is a change that did not
+    start from the replica's remembered record: a cache miss."""
+    stats = cast(dict[str, dict[str, Any]], client.info("commandstats"))
+    return int(stats.get("cmdstat_get", {}).get("calls", 0))
+
+
 async def sample_match(target: str, client: redis.Redis) -> tuple[int, int, bytes, bytes]:
     """Memory of one match played with request ids: (record bytes at play 20, mid-hand;
     event stream bytes once hand 1 is complete), and at play 20 the Play response and the
@@ -309,6 +321,36 @@ async def sample_match(target: str, client: redis.Redis) -> tuple[int, int, byte
     return int(record_bytes), int(stream_bytes), response, record
 
 
+async def sample_partnership_match(target: str, client: redis.Redis) -> int:
+    """Redis bytes of a 4-seat partnership (egyptian) match record at play 20, every play with a
+    request id (so every seat's request record is full)."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = basra_service_pb2_grpc.BasraServiceStub(channel)
+        created = await stub.CreateMatch(
+            pb.CreateMatchRequest(
+                rules="egyptian", seats=4, seed=424242, request_id=str(uuid.uuid4())
+            )
+        )
+        state, _ = new_match(424242, match_profile("egyptian", 4))
+        tokens = {t.seat: t.token for t in created.seat_tokens}
+        rng = random.Random(7)
+        while state.plays < 20:
+            play = random_play(state, rng)
+            state, events = apply(state, play)
+            played = events[0]
+            assert isinstance(played, CardPlayed)
+            await stub.Play(
+                pb.PlayRequest(
+                    match_id=created.match_id,
+                    card=card_pb(play.card),
+                    plan_id=played.plan,
+                    request_id=uuid.uuid4().hex,
+                ),
+                metadata=(("authorization", f"Bearer {tokens[play.seat]}"),),
+            )
+    return int(client.memory_usage(keys.match_key(created.match_id), samples=0) or 0)
+
+
 def service_figures(
     seconds: float = 15.0, matches: int = 64, channels: int = 4
 ) -> dict[str, float]:
@@ -322,9 +364,11 @@ def service_figures(
             redis_process.stop()
 
 
-def _load(targets: list[str], seeds: list[int], seconds: float, channels: int) -> LoadResult:
+def _load(
+    targets: list[str], seeds: list[int], seconds: float, channels: int, spread: bool = False
+) -> LoadResult:
     matches = asyncio.run(create_matches(targets[0], seeds))
-    return asyncio.run(drive(targets, matches, channels, seconds))
+    return asyncio.run(drive(targets, matches, channels, seconds, spread=spread))
 
 
 def _describe(name: str, result: LoadResult) -> str:
@@ -346,10 +390,12 @@ def _measure(
         record_bytes, stream_bytes, response, record = asyncio.run(sample_match(target, client))
         (tmp / "response.bin").write_bytes(response)
         (tmp / "record.bin").write_bytes(record)
+        four_seat_bytes = asyncio.run(sample_partnership_match(target, client))
         played = asyncio.run(create_matches(target, seeds))
-        before, cpu = top_level_calls(client), cpu_seconds(server.pid)
+        before, cpu, got = top_level_calls(client), cpu_seconds(server.pid), gets(client)
         result = asyncio.run(drive([target], played, channels, seconds))
         calls = top_level_calls(client) - before
+        hit_rate = 1 - (gets(client) - got) / (result.plays + result.deals)
         play_cpu_us = (cpu_seconds(server.pid) - cpu) / (result.plays + result.deals) * 1e6
         # The same load over the HTTP port: the same server, new matches of the same seeds,
         # as many HTTP/2 connections as gRPC channels, Connect binary.
@@ -367,11 +413,15 @@ def _measure(
         f"(Connect) against {play_cpu_us:.0f} us (gRPC)"
     )
     roundtrips = calls / (result.plays + result.deals)
-    print(f"  Redis round trips per play or deal: {roundtrips:.2f}")
+    print(
+        f"  Redis round trips per play or deal: {roundtrips:.2f}; changes made from the "
+        f"replica's remembered record: {hit_rate:.3f}"
+    )
     print(
         f"  Redis memory per match: {record_bytes} bytes (state and request records, "
         f"mid-hand); event stream {stream_bytes:,} bytes per hand (49 entries)"
     )
+    print(f"  Redis memory per 4-seat partnership match: {four_seat_bytes} bytes (mid-hand)")
     client.flushall()
 
     bare_target = f"127.0.0.1:{free_port()}"
@@ -402,8 +452,24 @@ def _measure(
         process(serve_command(targets[0], redis_process.url), targets[0]),
         process(serve_command(targets[1], redis_process.url), targets[1]),
     ):
+        got, before = gets(client), top_level_calls(client)
         two = _load(targets, seeds, seconds, channels)
-    print(_describe("service, grpc.aio, 2 processes (client spread over both)", two))
+        two_hit_rate = 1 - (gets(client) - got) / (two.plays + two.deals)
+        two_trips = (top_level_calls(client) - before) / (two.plays + two.deals)
+        got, before = gets(client), top_level_calls(client)
+        spread = _load(targets, list(range(5000, 5000 + matches)), seconds, channels, spread=True)
+        spread_hit_rate = 1 - (gets(client) - got) / (spread.plays + spread.deals)
+        spread_trips = (top_level_calls(client) - before) / (spread.plays + spread.deals)
+    print(_describe("service, grpc.aio, 2 processes (each match on one of them)", two))
+    print(
+        f"  remembered records: {two_hit_rate:.3f} of changes, {two_trips:.2f} Redis round "
+        "trips per change"
+    )
+    print(_describe("service, 2 processes, each call to either at random", spread))
+    print(
+        f"  remembered records: {spread_hit_rate:.3f} of changes (stale ones included), "
+        f"{spread_trips:.2f} Redis round trips per change"
+    )
     return {
         "play_rps": round(result.rps, 1),
         "connect_play_rps": round(connect.rps, 1),
@@ -416,8 +482,14 @@ def _measure(
         "redis_roundtrips_per_play": round(roundtrips, 3),
         "redis_bytes_per_match": float(record_bytes),
         "redis_stream_bytes_per_hand": float(stream_bytes),
+        "redis_bytes_per_4_seat_match": float(four_seat_bytes),
         "bare_threads_rps": round(threads_result.rps, 1),
         "play_rps_two_processes": round(two.rps, 1),
+        "cache_hit_rate": round(hit_rate, 4),
+        "cache_hit_rate_two_replicas": round(two_hit_rate, 4),
+        "redis_roundtrips_per_play_two_replicas": round(two_trips, 3),
+        "cache_hit_rate_two_replicas_random": round(spread_hit_rate, 4),
+        "redis_roundtrips_per_play_two_replicas_random": round(spread_trips, 3),
         "play_server_cpu_us": round(play_cpu_us, 1),
         "bare_server_cpu_us": round(bare_cpu_us, 1),
     }

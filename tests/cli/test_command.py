@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from basra import engine
 from basra.cli import version
 from basra.service.config import Settings
 from tests.cli.test_oracle import COMMAND
@@ -24,8 +25,21 @@ def command(*args: str) -> subprocess.CompletedProcess[str]:
 def test_version_prints_the_installed_version() -> None:
     result = command("--version")
     assert result.returncode == 0
-    assert result.stdout == f"basra-engine {version()}\n"
+    kind = "compiled" if engine.COMPILED else "interpreted"
+    assert result.stdout == f"basra-engine {version()} (engine {kind})\n"
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", version())
+
+
+def test_version_says_when_the_engine_runs_from_its_sources() -> None:
+    result = subprocess.run(
+        [COMMAND, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "BASRA_ENGINE": "pure"},
+    )
+    assert result.stdout == f"basra-engine {version()} (engine interpreted)\n"
 
 
 @pytest.mark.parametrize(

@@ -159,6 +159,8 @@ def test_metrics_bind_the_listen_host_unless_told_otherwise(tmp_path: Path) -> N
             "serve",
             "--store",
             "embedded",
+            "--http-listen",
+            "off",
             "--listen",
             f"127.0.0.1:{grpc_port}",
             "--metrics-port",
@@ -181,6 +183,8 @@ def test_metrics_bind_the_listen_host_unless_told_otherwise(tmp_path: Path) -> N
             "serve",
             "--store",
             "embedded",
+            "--http-listen",
+            "off",
             "--listen",
             f"127.0.0.1:{grpc_port}",
             "--metrics-host",
@@ -205,6 +209,8 @@ def make_run_command(port: int) -> list[str]:
     words = shlex.split(recipe.group(1).replace("$(BIN)/", ""))
     assert words[:2] == ["basra-engine", "serve"]
     words[words.index("--listen") + 1] = f"127.0.0.1:{port}"
+    if "--http-listen" in words:  # its own free port: 8080 may be taken on this machine
+        words[words.index("--http-listen") + 1] = f"127.0.0.1:{free_port()}"
     return [COMMAND, *words[1:], "--metrics-port", "off"]
 
 

@@ -80,8 +80,14 @@ class Recorder:
         else:
             step["expect"] = {}
         outcome = self.session.perform(step)
-        if rpc == "Deal" and outcome.response and outcome.response.get("seatTokens"):
+        if (
+            rpc in ("Deal", "CreateMatch")
+            and outcome.response
+            and outcome.response.get("seatTokens")
+        ):
             self._learn(outcome.response)
+        if rpc == "CreateWatchToken" and outcome.response:
+            self.secrets[outcome.response["watchToken"]] = f"{{{{token:watch{seat}}}}}"
         step["expect"] = self._expectation(rpc, outcome, keep)
         problems = self.session.check(step, outcome)
         assert not problems, problems
@@ -153,6 +159,27 @@ class Recorder:
         assert isinstance(response, pb.DealResponse)
         return response
 
+    def create_match(
+        self,
+        rules: str,
+        seats: int,
+        seed: int,
+        *,
+        keep: Keep = "full",
+        note: str = "",
+        **more: Json,
+    ) -> pb.CreateMatchResponse:
+        request: Json = {
+            "rules": rules,
+            "seats": seats,
+            "seed": str(seed),
+            "requestId": "{{request_id:create}}",
+            **more,
+        }
+        response = self.call("CreateMatch", request, keep=keep, note=note or None)
+        assert isinstance(response, pb.CreateMatchResponse)
+        return response
+
     def plans(
         self, seat: int, token: str | None = None, keep: Keep = "full"
     ) -> pb.ListPlansResponse:
@@ -200,7 +227,7 @@ class Recorder:
     def first_choice(self) -> tuple[int, str, int]:
         """The shared deterministic policy: the seat to move plays ListPlans' first card with
         its plan 1 (or trails it), as ``policy.play_first_choice`` does."""
-        seat = self.view.turn
+        seat = self.view.to_play
         option = self.plans(seat, keep="version").cards[0]
         return seat, str(to_card(option.card)), option.plans[0].id if option.plans else 0
 
@@ -363,6 +390,34 @@ def errors_api_key(rec: Recorder) -> None:
 def errors_seeds_disabled(rec: Recorder) -> None:
     rec.reject("Deal", {"seed": "14", "requestId": "{{request_id:seeded}}"}, "SEEDS_DISABLED")
     rec.create(None, keep=("matchId",), note="no seed: a random deal, so only its version")
+
+
+@scenario(
+    {"store": "redis", "settings": SEEDED},
+    "Spectators: CreateWatchToken (a retry returns the same token, each seat has its own); the "
+    "watch token reads GetMatch (spectator view, no hand), Score and WatchMatch (no dealt "
+    "cards) and is refused WATCH_TOKEN_READ_ONLY by Play, ListPlans, Deal and CreateWatchToken.",
+)
+def spectator(rec: Recorder) -> None:
+    rec.create(17)
+    mid = "{{match_id}}"
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=0)
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=0, note="a retry: the same token")
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=1, note="seat 1's own watch token")
+    watcher = {"authorization": "Bearer {{token:watch0}}"}
+    seat, token, plan_id = rec.first_choice()
+    rec.play(seat, token, plan_id)
+    rec.call("GetMatch", {"matchId": mid}, metadata=watcher, note="the public view")
+    rec.call("Score", {"matchId": mid}, metadata=watcher)
+    rec.call("WatchMatch", {"matchId": mid}, metadata=watcher, take=2, note="public events only")
+    for rpc, request in [
+        ("Play", {"matchId": mid, "card": card(token)}),
+        ("ListPlans", {"matchId": mid}),
+        ("Deal", {"matchId": mid}),
+        ("CreateWatchToken", {"matchId": mid}),
+    ]:
+        rec.reject(rpc, request, "WATCH_TOKEN_READ_ONLY", metadata=watcher)
+    rec.call("GetMatch", {"matchId": mid}, seat=0, keep="version", note="nothing changed")
 
 
 @scenario(
@@ -573,6 +628,82 @@ def tie_121(rec: Recorder) -> None:
         to_end=True,
         note="the last play, the floor, the scoring and the end; then the server ends the stream",
     )
+
+
+@scenario(
+    {"store": "embedded", "settings": {}},
+    "ListRules: every rule system with its seat counts, sides, target, deals, scoring table, 7D "
+    "rule in words, seating direction and source; no token or API key needed.",
+)
+def list_rules(rec: Recorder) -> None:
+    rec.call("ListRules", {})
+
+
+@scenario(
+    {"store": "redis", "settings": SEEDED},
+    "CreateMatch rejections: UNKNOWN_RULES, SEATS_NOT_ALLOWED, OPTION_NOT_AVAILABLE (each "
+    "INVALID_ARGUMENT naming its field) and a seat beyond the seat count. None creates anything: "
+    "the same request_id then creates a new match.",
+)
+def errors_rules(rec: Recorder) -> None:
+    create = "{{request_id:create}}"
+    cases: list[tuple[Json, str, str]] = [
+        ({"rules": "lebanese", "seats": 2}, "UNKNOWN_RULES", "not a profile: no source"),
+        ({"rules": "ERAM"}, "UNKNOWN_RULES", "names are lower case"),
+        ({"rules": "egyptian", "seats": 3}, "SEATS_NOT_ALLOWED", "2 or 4"),
+        ({"rules": "persian-partnership", "seats": 2}, "SEATS_NOT_ALLOWED", "4 only"),
+        ({"rules": "eram", "seats": 4}, "SEATS_NOT_ALLOWED", "2 only"),
+        ({"rules": "persian", "seats": 3, "options": {"rubber": True}}, "OPTION_NOT_AVAILABLE", ""),
+        (
+            {"rules": "egyptian", "seats": 4, "options": {"bottomCardShown": True}},
+            "OPTION_NOT_AVAILABLE",
+            "2 seats only",
+        ),
+        (
+            {"rules": "lobashev", "seats": 2, "options": {"rubber": True}},
+            "OPTION_NOT_AVAILABLE",
+            "",
+        ),
+        ({"rules": "persian", "seats": 4, "seat": 4}, "INVALID_ARGUMENT", "seats are 0..3"),
+    ]
+    for request, reason, note in cases:
+        rec.reject(
+            "CreateMatch", {**request, "seed": "5", "requestId": create}, reason, note=note or None
+        )
+    rec.create_match(
+        "persian", 3, 5, note="the same request_id: nothing was created by the rejected calls"
+    )
+
+
+@scenario(
+    {"store": "redis", "settings": SEEDED},
+    "A whole 4-seat partnership match (egyptian, seats 0+2 against 1+3) created by CreateMatch, "
+    "played to its end with the first-choice policy: each seat's view at the start, every hand's "
+    "last play, every deal (by the seat next_dealer names) and the final scoreboard pinned whole, "
+    "the other plays by version; then each seat's stream of the last version.",
+)
+def partnership_match(rec: Recorder) -> None:
+    rec.create_match("egyptian", 4, 44, note="seat 0's view and the four tokens")
+    for seat in (1, 2, 3):
+        rec.call("GetMatch", {"matchId": "{{match_id}}"}, seat=seat, note="only its own hand")
+    while rec.view.status != game_pb2.MATCH_STATUS_MATCH_OVER:
+        if rec.view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            rec.call("Score", {"matchId": "{{match_id}}"}, seat=0, note="between hands")
+            rec.deal(rec.view.next_dealer, requestId=f"deal-{rec.view.hand_number + 1}")
+            continue
+        keep: Keep = "full" if rec.view.plays_left == 1 else "version"
+        rec.play(*rec.first_choice(), keep=keep)
+    rec.call("Score", {"matchId": "{{match_id}}"}, seat=3)
+    last = rec.view.version
+    for seat in range(4):
+        rec.call(
+            "WatchMatch",
+            {"matchId": "{{match_id}}", "afterVersion": str(last - 1)},
+            seat=seat,
+            take=4,
+            to_end=True,
+            note="the last play, the floor, the scoring and the end; then the stream ends",
+        )
 
 
 # -- Running ----------------------------------------------------------------------------------

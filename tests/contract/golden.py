@@ -54,7 +54,17 @@ Json = Any
 
 HERE: Final = Path(__file__).parent
 VECTORS: Final = HERE / "vectors"
-RPCS: Final = ("Deal", "ListPlans", "Play", "Score", "GetMatch", "WatchMatch")
+RPCS: Final = (
+    "Deal",
+    "ListPlans",
+    "Play",
+    "Score",
+    "GetMatch",
+    "WatchMatch",
+    "CreateMatch",
+    "ListRules",
+    "CreateWatchToken",
+)
 CALL_TIMEOUT_S: Final = 10.0
 
 OPERATIONAL: Final = Settings(metrics_port=None, health_interval_s=0.2, watch_poll_s=0.5)

@@ -73,7 +73,7 @@ def test_additive_changes_pass(tmp_path: Path) -> None:
     addition = (
         "game.proto",
         r"  string rules = 18;\n",
-        "  string rules = 18;\n  // A new field.\n  int32 new_field = 19;\n",
+        "  string rules = 18;\n  // A new field.\n  int32 new_field = 999;\n",
     )
     result = breaking(workspace(tmp_path, addition))
     assert result.returncode == 0, result.stdout + result.stderr

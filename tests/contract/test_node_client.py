@@ -20,7 +20,17 @@ import pytest
 from google.protobuf import json_format
 
 from basra.client.match import MatchClient
-from basra.engine import Phase, Play, apply, deal_next_hand, legal_plans, new_match
+from basra.engine import (
+    ERAM,
+    Phase,
+    Play,
+    Profile,
+    apply,
+    deal_next_hand,
+    legal_plans,
+    match_profile,
+    new_match,
+)
 from basra.v1 import game_pb2
 from tests.contract import golden
 from tests.contract.conftest import ServeVector
@@ -99,9 +109,9 @@ def test_the_typescript_stubs_are_generated_from_the_current_contract(tmp_path: 
     assert not mismatch + errors, f"stale TypeScript stubs {mismatch + errors}; {SETUP}"
 
 
-def first_choice_on_the_engine(seed: int) -> list[int]:
-    """The policy's match played on the engine alone: the final totals."""
-    state, _ = new_match(seed)
+def first_choice_on_the_engine(seed: int, profile: Profile = ERAM) -> list[int]:
+    """The policy's match played on the engine alone: the final totals (per side)."""
+    state, _ = new_match(seed, profile)
     while state.phase is not Phase.MATCH_OVER:
         if state.phase is Phase.HAND_OVER:
             state, _ = deal_next_hand(state)
@@ -153,6 +163,38 @@ def test_the_typescript_client_plays_the_python_clients_match(
     assert "BadRequest: plan_id: must be 0 (none named) or a plan id from 1" in log
     assert any(line.endswith("streams match") for line in log)
     assert f"protocol {protocol}" in log
+
+
+def test_the_typescript_client_plays_a_four_seat_partnership_match(redis_url: str) -> None:
+    node_project()
+    server = ServerThread(replace(golden.OPERATIONAL, allow_seeds=True, redis_url=redis_url))
+    try:
+        result = run(
+            "src/client.ts",
+            "--target",
+            server.target,
+            "--seed",
+            str(SEED),
+            "--rules",
+            "egyptian",
+            "--seats",
+            "4",
+        )
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout
+    board = json_format.Parse(lines[0], game_pb2.Scoreboard())
+    assert board.status == game_pb2.MATCH_STATUS_MATCH_OVER
+    assert list(board.seat_sides) == [0, 1, 0, 1]
+    assert list(board.side_totals) == first_choice_on_the_engine(SEED, match_profile("egyptian", 4))
+    assert list(board.totals) == [board.side_totals[side] for side in (0, 1, 0, 1)]
+    log = result.stderr.splitlines()
+    assert any("egyptian rules, 4 seats" in line for line in log)
+    rejections = [line.split()[4] for line in log if line.startswith("rejected as expected: ")]
+    assert rejections == ["NOT_YOUR_TURN", "INVALID_ARGUMENT", "INVALID_CARD", "TOKEN_MISSING"]
+    assert any(line.endswith("streams match") for line in log)
 
 
 def test_the_typescript_replayer_replays_every_vector(

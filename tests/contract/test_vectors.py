@@ -21,9 +21,10 @@ BY_NAME = {path.stem: golden.load(path) for path in VECTORS}
 # (tests/service writes garbage into Redis for it) and INTERNAL is an unexpected fault.
 NOT_DETERMINISTIC = {"UNSPECIFIED", "STATE_CORRUPT", "INTERNAL"}
 # Reasons no contract client can provoke by its requests alone, each proved elsewhere: a request
-# that never finishes arriving (raw HTTP/2: tests/service/test_half_open_requests.py) and a Redis
-# out of memory (tests/service/test_store_full.py).
-NO_VECTOR = {"REQUEST_TIMEOUT", "STORE_FULL"}
+# that never finishes arriving (raw HTTP/2: tests/service/test_half_open_requests.py), a Redis
+# out of memory (tests/service/test_store_full.py), and a match stored by a server from before
+# watch tokens (tests/service/test_spectator.py).
+NO_VECTOR = {"REQUEST_TIMEOUT", "STORE_FULL", "WATCH_TOKENS_UNSUPPORTED"}
 
 
 def errors_of(vector: Json) -> list[Json]:
@@ -60,7 +61,7 @@ def test_every_deterministic_error_reason_has_a_vector() -> None:
     reasons = {v.name.removeprefix("ERROR_REASON_") for v in values} - NOT_DETERMINISTIC - NO_VECTOR
     covered = {error["reason"] for vector in BY_NAME.values() for error in errors_of(vector)}
     assert covered == reasons
-    assert len(reasons) == 22
+    assert len(reasons) == 26
 
 
 def test_errors_follow_the_error_model() -> None:
@@ -109,6 +110,45 @@ def test_the_tie_vector_plays_an_extra_hand_after_121_all() -> None:
     )
     assert board["status"] == "MATCH_STATUS_MATCH_OVER"
     assert board["totals"][board.get("winner", 0)] == max(board["totals"])
+
+
+def test_the_partnership_vector_is_a_whole_four_seat_match_scored_per_side() -> None:
+    vector = BY_NAME["partnership_match"]
+    created = vector["steps"][0]["expect"]["response"]
+    assert [t.get("seat", 0) for t in created["seatTokens"]] == [0, 1, 2, 3]
+    assert [s.get("side", 0) for s in created["view"]["seats"]] == [0, 1, 0, 1]
+    assert created["view"]["rules"] == "egyptian"
+    board = next(
+        s["expect"]["response"]["scoreboard"]
+        for s in reversed(vector["steps"])
+        if s["rpc"] == "Score"
+    )
+    assert board["status"] == "MATCH_STATUS_MATCH_OVER"
+    assert board["seatSides"] == [0, 1, 0, 1]
+    winner = board.get("winnerSide", 0)
+    assert board["sideTotals"][winner] == max(board["sideTotals"]) >= 101
+    per_seat = board["totals"]
+    assert per_seat == [board["sideTotals"][side] for side in (0, 1, 0, 1)]
+    for hand in board["hands"]:
+        assert sum(side.get("cards", 0) for side in hand["sides"]) == 52
+    streams = [s for s in vector["steps"] if s["rpc"] == "WatchMatch"]
+    assert [s["seat"] for s in streams] == [0, 1, 2, 3]
+    assert all(s["expect"]["ends"] for s in streams)
+
+
+def test_the_rules_vector_lists_every_rule_system_and_creates_nothing_when_rejected() -> None:
+    rules = BY_NAME["list_rules"]["steps"][0]["expect"]["response"]["rules"]
+    assert [r["name"] for r in rules] == [
+        "eram",
+        "egyptian",
+        "jordanian",
+        "lobashev",
+        "persian",
+        "persian-partnership",
+    ]
+    steps = BY_NAME["errors_rules"]["steps"]
+    assert all("error" in s["expect"] for s in steps[:-1])
+    assert steps[-1]["expect"]["response"]["view"]["version"] == "1"
 
 
 def test_the_searched_matches_are_the_vectors_and_replay_on_the_engine() -> None:

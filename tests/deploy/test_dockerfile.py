@@ -65,6 +65,10 @@ def test_builder_generates_the_stubs_and_builds_the_wheel() -> None:
         in script
     )
     assert "pip wheel --no-deps" in script
+    # The compiled engine: a C compiler in the builder, and a wheel that must compile.
+    assert re.search(r"apt-get install -y --no-install-recommends gcc libc6-dev", script)
+    assert "BASRA_ENGINE_COMPILE=yes .venv/bin/pip wheel --no-deps" in script
+    assert FINAL.env()["BASRA_ENGINE"] == "compiled", "the image refuses the slow engine"
     assert f"{VENV}/bin/pip install -c constraints.txt /wheels/" in script
     # pip leaves the runtime venv last, after the code generator it does not need.
     uninstall = re.search(rf"{VENV}/bin/pip uninstall --yes ([\w\- ]+)", script)
@@ -125,7 +129,16 @@ def test_the_runtime_never_writes_bytecode() -> None:
     assert FINAL.env()["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
-@pytest.mark.parametrize("path", [".git/HEAD", ".venv/bin/python", "basra/v1/game_pb2.py", ".env"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/HEAD",
+        ".venv/bin/python",
+        "basra/v1/game_pb2.py",
+        ".env",
+        "basra/engine/game.cpython-311-x86_64-linux-gnu.so",
+    ],
+)
 def test_dockerignore_keeps_local_state_out_of_the_context(path: str) -> None:
     assert not included(path)
 
@@ -154,3 +167,12 @@ def included(path: str) -> bool:
         if hit:
             verdict = negated
     return verdict
+
+
+def test_mypy_builds_the_engine_at_the_pinned_version() -> None:
+    # setup.py compiles the engine with mypyc from the build requirements: the same mypy as the
+    # one that type-checks it (constraints.txt), so both read the code alike.
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    (mypy,) = (r for r in requires if r.startswith("mypy"))
+    pins = (ROOT / "constraints.txt").read_text().splitlines()
+    assert mypy in pins

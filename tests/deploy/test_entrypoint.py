@@ -69,7 +69,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 shutil.copytree(
                     ROOT / source,
                     context / source,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                    # (*.so: an engine compiled in place here; .dockerignore keeps it out.)
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"),
                 )
             else:
                 shutil.copy2(ROOT / source, context / source)
@@ -79,7 +80,12 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (generate,) = (i.arguments for i in builder.all("RUN") if "buf generate" in i.arguments)
     run(["sh", "-c", generate], cwd=context)
     wheels = build / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(context)])
+    # The builder's wheel command, with its setting of BASRA_ENGINE_COMPILE (the compiled engine).
+    (wheel_step,) = (i.arguments for i in builder.all("RUN") if "pip wheel" in i.arguments)
+    compile_setting = re.search(r"BASRA_ENGINE_COMPILE=(\w+)", wheel_step)
+    assert compile_setting, "the image's wheel must say whether it compiles the engine"
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels)]
+    run(["env", compile_setting.group(0), *command, str(context)])
     (wheel,) = wheels.glob("basra_engine-*.whl")
 
     target = build / "venv"
@@ -195,6 +201,9 @@ def test_the_entrypoint_serves_the_probes_and_metrics_then_drains_on_sigterm(
     output_text = log.read_text()
     assert code == 0, output_text
     assert elapsed < drain_s, f"took {elapsed:.1f} s to stop, more than the drain"
+    # The image runs the compiled engine (its ENV requires it) and its start-up log says so.
+    assert env["BASRA_ENGINE"] == "compiled"
+    assert '"engine": "compiled"' in output_text, output_text
     assert '"msg": "draining"' in output_text
     assert '"msg": "stopped"' in output_text
     # What a read-only root filesystem would refuse: nothing new in the workdir or the venv.

@@ -21,20 +21,27 @@ def position(
     dealer: int = 1,
     stock: str = "",
     captured: Sequence[str] | None = None,
-    basras: Sequence[int] = (0, 0),
+    basras: Sequence[int] | None = None,
+    basra_points: Sequence[int] | None = None,
     last_capturer: int | None = 0,
-    scores: Sequence[int] = (0, 0),
+    scores: Sequence[int] | None = None,
     carry: int = 0,
     profile: Profile = ERAM,
 ) -> State:
-    """A mid-hand state. Cards not placed anywhere go to seat 0's captured pile (or, when
-    ``captured`` is given, must be placed explicitly), so the 52 cards are always conserved."""
+    """A mid-hand state. Cards not placed anywhere go to side 0's captured pile (or, when
+    ``captured`` is given, must be placed explicitly, one pile per side), so the 52 cards are
+    always conserved. Basras, their points and scores are per side (default 0)."""
+    sides = profile.sides
+    basras = tuple(basras) if basras is not None else (0,) * sides
+    if basra_points is None:
+        basra_points = tuple(n * profile.basra_points for n in basras)
+    scores = tuple(scores) if scores is not None else (0,) * sides
     hand_cards = tuple(parse_cards(h) for h in hands)
     floor_cards = parse_cards(floor)
     stock_cards = parse_cards(stock)
     placed = mask_of(c for h in hand_cards for c in h) | mask_of(floor_cards) | mask_of(stock_cards)
     if captured is None:
-        piles = [ALL_CARDS_MASK & ~placed] + [0] * (profile.seats - 1)
+        piles = [ALL_CARDS_MASK & ~placed] + [0] * (sides - 1)
     else:
         piles = [mask_of(parse_cards(c)) for c in captured]
     assert sum(m.bit_count() for m in piles) + placed.bit_count() == 52, "cards must add to 52"
@@ -53,20 +60,24 @@ def position(
         floor=floor_cards,
         stock=stock_cards,
         captured=tuple(piles),
-        basras=tuple(basras),
+        basras=basras,
+        basra_points=tuple(basra_points),
         last_capturer=last_capturer,
+        last_play=None,
         plays=plays,
-        scores=tuple(scores),
+        scores=scores,
         carry=carry,
         history=history,
+        games=(),
         winner=None,
     )
 
 
 def earlier_hand(profile: Profile, scores: Sequence[int], carry: int, dealer: int) -> HandScore:
-    """A two-seat hand 1 that leaves exactly ``scores`` and ``carry`` (carry 0 or 30)."""
+    """A two-side hand 1 that leaves exactly ``scores`` and ``carry`` (carry 0 or 30)."""
     assert carry in (0, 30)
-    assert profile.seats == 2
+    assert profile.sides == 2
+    assert profile.majority_points == 30
     if carry:  # 26/26: no majority, 30 carried; the special points make the totals.
         cards, specials = [26, 26], list(scores)
     elif scores[0] >= 30:

@@ -9,9 +9,10 @@ import pytest
 
 from basra.engine import (
     ERAM,
-    TRADITIONAL,
+    RULE_SYSTEMS,
     CardPlayed,
     CardsDealt,
+    GameEnded,
     HandScored,
     HandStarted,
     MatchEnded,
@@ -19,10 +20,11 @@ from basra.engine import (
     Profile,
     apply,
     deal_next_hand,
+    match_profile,
     new_match,
 )
 from basra.engine.bots import greedy_play, random_play
-from tests.engine.test_properties import assert_conserved, check_hand_points
+from tests.engine.test_properties import CONFIGS, assert_conserved, check_hand_points, config_id
 
 MATCHES = 2000
 
@@ -45,14 +47,23 @@ def play_match(seed: int, rng: random.Random, profile: Profile = ERAM, greedy: b
             elif isinstance(event, HandScored):
                 hands += 1
                 assert plays_in_hand == profile.plays_per_hand
-                if profile.seats == 2 and profile.majority_points == 30:
-                    check_hand_points(event, carry)
+                if profile.name in RULE_SYSTEMS:
+                    check_hand_points(event, carry, profile.name)
                 carry = event.score.carry_after
-                assert event.totals == state.scores
+                if not any(isinstance(e, GameEnded) for e in events):  # a new game starts at 0
+                    assert event.totals == state.scores
+            elif isinstance(event, GameEnded):
+                assert event.totals[event.winner] == max(event.totals)
+                assert event.totals.count(max(event.totals)) == 1
+                assert event.games_won == state.games_won
+                assert state.carry == 0 or state.phase is Phase.MATCH_OVER
+                carry = 0  # each game of a rubber starts with no carry
             elif isinstance(event, MatchEnded):
-                assert state.scores[event.winner] >= profile.target
-                assert state.scores[event.winner] == max(state.scores)
-                assert state.scores.count(max(state.scores)) == 1
+                assert event.totals[event.winner] >= profile.target
+                assert event.totals[event.winner] == max(event.totals)
+                assert event.totals.count(max(event.totals)) == 1
+                if profile.rubber_wins:
+                    assert state.games_won[event.winner] == profile.rubber_wins
                 return hands
         assert_conserved(state)
         if state.phase is Phase.PLAYING:
@@ -107,13 +118,23 @@ def test_greedy_bot_beats_random_bot_with_probability_above_point_six() -> None:
     assert p_value < SIGNIFICANCE, f"{wins}/{MATCHES} wins: p = {p_value:.3g} under p <= 0.6"
 
 
-def test_other_profiles_play_through_three_and_four_seats_and_traditional_rules() -> None:
+def test_hand_built_profiles_play_through_three_and_four_seats_and_six_card_deals() -> None:
     rng = random.Random(9)
     for profile in (
-        TRADITIONAL,
         Profile("three", seats=3, majority_cards=18),
         Profile("four", seats=4, majority_cards=14),
         Profile("six-card deals", cards_per_deal=6),
     ):
         for _ in range(20):
             assert play_match(rng.getrandbits(64), rng, profile) >= 1
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_every_rule_system_plays_whole_matches_to_the_end_at_every_seat_count(
+    config: tuple[str, int, bool],
+) -> None:
+    name, seats, rubber = config
+    profile = match_profile(name, seats, rubber=rubber)
+    rng = random.Random(f"{name}/{seats}/{rubber}")
+    hands = [play_match(rng.getrandbits(64), rng, profile, greedy=i % 2 == 1) for i in range(40)]
+    assert min(hands) >= 1

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from basra.engine import TRADITIONAL, Card, capture_plans, parse_cards
+from basra.engine import Card, capture_plans, match_profile, parse_cards
 from basra.engine.cards import CARDS, format_cards, mask_of
 from basra.engine.plans import MAX_PLANS, plan_count
 from tests.engine.reference import (
@@ -76,10 +76,11 @@ def test_rule_7d_sweep_with_a_jack_on_the_floor_is_still_a_basra_in_eram() -> No
     assert plans_text("JC 2H", "7D") == ["1: 2H JC (basra) (sweep)"]
 
 
-def test_traditional_profile_7d_basra_is_by_sum_of_numbers() -> None:
-    (sum_ten,) = capture_plans(parse_cards("3C 7H"), Card.parse("7D"), TRADITIONAL)
-    (sum_eleven,) = capture_plans(parse_cards("4C 7H"), Card.parse("7D"), TRADITIONAL)
-    (with_jack,) = capture_plans(parse_cards("2C JH"), Card.parse("7D"), TRADITIONAL)
+def test_egyptian_profile_7d_basra_is_by_sum_of_numbers() -> None:
+    egyptian = match_profile("egyptian", 2)
+    (sum_ten,) = capture_plans(parse_cards("3C 7H"), Card.parse("7D"), egyptian)
+    (sum_eleven,) = capture_plans(parse_cards("4C 7H"), Card.parse("7D"), egyptian)
+    (with_jack,) = capture_plans(parse_cards("2C JH"), Card.parse("7D"), egyptian)
     assert (sum_ten.basra, sum_eleven.basra, with_jack.basra) == (True, False, False)
 
 

@@ -1,27 +1,57 @@
-"""Properties over random play: conservation, scoring identities, and rejected plays."""
+"""Properties over random play, for every rule system at every seat count it allows:
+conservation, the scoring identities, sides' piles, private hands, and rejected plays."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from basra.engine import (
+    ERAM,
+    RULE_SYSTEMS,
     BasraError,
     CardPlayed,
+    Event,
+    FloorCollected,
+    GameEnded,
     HandScored,
     Phase,
     Play,
+    Profile,
     State,
     apply,
     deal_next_hand,
     encode,
+    match_profile,
     new_match,
+    view,
 )
 from basra.engine.cards import ALL_CARDS_MASK, CARDS, DECK_SIZE, mask_of
 from basra.engine.game import legal_plans, legal_plays
+from tests.engine.reference import (
+    reference_basra_value,
+    reference_fixed_total,
+    reference_majority,
+    reference_side,
+    reference_special_points,
+)
 from tests.profiles import examples
+
+CONFIGS = [
+    (name, seats, rubber)
+    for name, system in RULE_SYSTEMS.items()
+    for seats in system.seat_counts
+    for rubber in ((False, True) if system.rubber else (False,))
+]
+"""Every rule system at every seat count it allows (with and without its rubber)."""
+
+
+def config_id(config: tuple[str, int, bool]) -> str:
+    name, seats, rubber = config
+    return f"{name}-{seats}" + ("-rubber" if rubber else "")
 
 
 def assert_conserved(state: State) -> None:
@@ -35,53 +65,117 @@ def assert_conserved(state: State) -> None:
     assert union == ALL_CARDS_MASK
 
 
-def check_hand_points(scored: HandScored, carry_before: int) -> None:
-    """A hand distributes 43 points plus 10 per basra, plus the carry when it is released;
-    a 26/26 tie moves its 30 into the carry instead."""
+def check_hand_points(scored: HandScored, carry_before: int, rules: str = "eram") -> None:
+    """VARIANTS.md "What every profile must keep": a hand's points plus the change in the carry
+    are the profile's fixed total (43; lobashev 16, or 13 when tied) plus its basra points."""
     score = scored.score
-    basras = sum(s.basras for s in score.seats)
-    assert sum(score.totals) + score.carry_after - carry_before == 43 + 10 * basras
-    assert sum(s.cards for s in score.seats) == DECK_SIZE
+    basra_points = sum(s.basra_points for s in score.sides)
+    cards = [s.cards for s in score.sides]
+    tied = cards.count(max(cards)) > 1
+    carry_change = score.carry_after - carry_before
+    assert sum(score.totals) + carry_change == reference_fixed_total(rules, tied) + basra_points
+    assert sum(cards) == DECK_SIZE
 
 
-@settings(max_examples=examples(60), deadline=None)
-@given(seed=st.integers(0, 2**64 - 1), choices=st.randoms(use_true_random=False))
-def test_every_step_conserves_cards_and_every_hand_adds_up(
-    seed: int, choices: random.Random
-) -> None:
-    state, _ = new_match(seed)
-    carry = 0
-    while state.phase is not Phase.MATCH_OVER and state.hand_number <= 3:
-        if state.phase is Phase.HAND_OVER:
-            state, _ = deal_next_hand(state)
-            continue
-        plays = legal_plays(state)
-        state, events = apply(state, choices.choice(plays))
-        assert_conserved(state)
+class Witness:
+    """An independent account of a match from its events alone: each side's pile, basra points
+    and the carry, to check the engine's state and scores against."""
+
+    def __init__(self, rules: str, seats: int) -> None:
+        self.rules, self.seats = rules, seats
+        self.sides = len({reference_side(rules, seats, s) for s in range(seats)})
+        self.carry = 0
+        self.new_hand()
+
+    def new_hand(self) -> None:
+        self.piles: list[set[int]] = [set() for _ in range(self.sides)]
+        self.basra_points = [0] * self.sides
+
+    def see(self, events: tuple[Event, ...]) -> None:
         for event in events:
-            if isinstance(event, HandScored):
-                check_hand_points(event, carry)
-                carry = event.score.carry_after
+            if isinstance(event, CardPlayed) and event.captured:
+                side = reference_side(self.rules, self.seats, event.seat)
+                self.piles[side] |= {*event.captured, event.card}
+                if event.basra:
+                    expected = reference_basra_value(self.rules, event.card)
+                    assert event.basra_points == expected
+                    self.basra_points[side] += expected
+            elif isinstance(event, FloorCollected) and event.seat is not None:
+                self.piles[reference_side(self.rules, self.seats, event.seat)] |= set(event.cards)
+            elif isinstance(event, HandScored):
+                self.check_score(event)
+                self.carry = event.score.carry_after
+                self.new_hand()
+            elif isinstance(event, GameEnded):
+                self.carry = 0  # each game of a rubber starts with no carry
+
+    def check_score(self, scored: HandScored) -> None:
+        check_hand_points(scored, self.carry, self.rules)
+        counts = [len(p) for p in self.piles]
+        majority, carry_after = reference_majority(self.rules, counts, self.carry)
+        for side, s in enumerate(scored.score.sides):
+            assert s.cards == counts[side]
+            assert s.majority + s.carry == majority[side]
+            pile = [CARDS[c] for c in self.piles[side]]
+            assert s.specials == reference_special_points(pile)
+            assert s.basra_points == self.basra_points[side]
+        assert scored.score.carry_after == carry_after
+
+    def check_state(self, state: State) -> None:
+        """Sides' piles partition the captured cards, and match what the events captured."""
+        if state.phase is Phase.PLAYING:
+            assert [{CARDS[i] for i in range(52) if m >> i & 1} for m in state.captured] == [
+                set(p) for p in self.piles
+            ]
+        union = 0
+        for pile in state.captured:
+            assert not union & pile
+            union |= pile
+        for seat in range(state.seats):
+            seen = view(state, seat)
+            assert seen.hand == state.hands[seat]
+            others = {c for s, h in enumerate(state.hands) if s != seat for c in h}
+            shown = {*seen.hand, *seen.floor, *(c for p in seen.captured_specials for c in p)}
+            if seen.bottom_card is not None:
+                shown.add(seen.bottom_card)
+            if seen.last_play is not None:
+                shown |= {seen.last_play.card, *seen.last_play.captured}
+            assert not others & shown, "a seat's view holds another seat's card"
+            text = repr(seen)
+            assert not any(f"Card.parse('{c}')" in text for c in others)
 
 
-play_strategy = st.builds(
-    Play,
-    seat=st.integers(-1, 2),
-    card=st.sampled_from(CARDS),
-    plan=st.none() | st.integers(-2, 14),
-    trail=st.booleans(),
-)
-
-
-@settings(max_examples=examples(400), deadline=None)
-@given(seed=st.integers(0, 2**16), steps=st.integers(0, 47), play=play_strategy)
-def test_any_play_is_either_legal_or_rejected_without_a_trace(
-    seed: int, steps: int, play: Play
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+@settings(max_examples=examples(8), deadline=None)
+@given(seed=st.integers(0, 2**64 - 1), choices=st.randoms(use_true_random=False))
+def test_every_step_conserves_cards_partitions_piles_hides_hands_and_adds_up(
+    config: tuple[str, int, bool], seed: int, choices: random.Random
 ) -> None:
-    state, _ = new_match(seed)
-    rng = random.Random(seed)
-    for _ in range(steps):
-        state, _ = apply(state, rng.choice(legal_plays(state)))
+    name, seats, rubber = config
+    state, events = new_match(seed, match_profile(name, seats, rubber=rubber))
+    witness = Witness(name, seats)
+    witness.see(events)
+    while state.phase is not Phase.MATCH_OVER and state.hand_number <= 2:
+        if state.phase is Phase.HAND_OVER:
+            state, events = deal_next_hand(state)
+        else:
+            state, events = apply(state, choices.choice(legal_plays(state)))
+        witness.see(events)
+        assert_conserved(state)
+        witness.check_state(state)
+
+
+def play_strategy(seats: int) -> st.SearchStrategy[Play]:
+    return st.builds(
+        Play,
+        seat=st.integers(-1, seats),
+        card=st.sampled_from(CARDS),
+        plan=st.none() | st.integers(-2, 14),
+        trail=st.booleans(),
+    )
+
+
+def check_legal_or_rejected_without_a_trace(state: State, play: Play) -> None:
     before = encode(state)
     legal = legal_plays(state)
     try:
@@ -100,3 +194,32 @@ def test_any_play_is_either_legal_or_rejected_without_a_trace(
         "an accepted play must be one of the legal plays"
     )
     assert_conserved(after)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(seed=st.integers(0, 2**16), steps=st.integers(0, 47), play=play_strategy(2))
+def test_any_play_is_either_legal_or_rejected_without_a_trace(
+    seed: int, steps: int, play: Play
+) -> None:
+    state = _after(seed, steps, ERAM)
+    check_legal_or_rejected_without_a_trace(state, play)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+@settings(max_examples=examples(60), deadline=None)
+@given(seed=st.integers(0, 2**16), steps=st.integers(0, 47), data=st.data())
+def test_any_play_in_any_profile_is_either_legal_or_rejected_without_a_trace(
+    config: tuple[str, int, bool], seed: int, steps: int, data: st.DataObject
+) -> None:
+    name, seats, rubber = config
+    profile = match_profile(name, seats, rubber=rubber)
+    state = _after(seed, steps % profile.plays_per_hand, profile)
+    check_legal_or_rejected_without_a_trace(state, data.draw(play_strategy(seats), label="play"))
+
+
+def _after(seed: int, steps: int, profile: Profile) -> State:
+    state, _ = new_match(seed, profile)
+    rng = random.Random(seed)
+    for _ in range(steps):
+        state, _ = apply(state, rng.choice(legal_plays(state)))
+    return state

@@ -93,9 +93,10 @@ def audit_states(client: redis.Redis, match_id: str) -> dict[int, State]:
     for stream_id, fields in _stream(client, keys.events_key(match_id)):
         entry_version = int(stream_id.split(b"-")[0])
         assert entry_version == version + 1, "the audit stream has no gaps"
-        kind, args = records.decode_command(fields[keys.COMMAND.encode()])
+        command = fields[keys.COMMAND.encode()]
+        kind, args = records.decode_command(command)
         if kind == records.NEW_MATCH:
-            state, _ = new_match(args[0])
+            state, _ = new_match(args[0], records.new_match_profile(command))
         else:
             assert state is not None
             if kind == records.DEAL:

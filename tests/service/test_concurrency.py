@@ -147,3 +147,110 @@ class SpreadClient:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.rng.choice(self.clients), name)
+
+
+def test_two_replicas_interleaved_at_random_on_one_match_lose_and_double_nothing(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    # Each replica remembers the match's record and plays from it with one round trip; the other
+    # replica keeps moving the match on, so the memories go stale at random. Every play and deal
+    # is sent through a random replica, half of them sent again at once through the other (the
+    # same request_id, as a client retrying), and both seats keep trying at once (one of them
+    # out of turn). Whatever the interleaving: every applied change is in the stream once,
+    # versions have no gap, each retry got the original answer, and the stream replays to the
+    # stored state.
+    a, b = twin_servers(start_server, redis_url)
+    store = redis.Redis.from_url(redis_url)
+    client = new_match(a, seed=21)
+    replicas = [client, client.via(b.channel)]
+    applied: dict[int, str] = {}  # version -> request_id that made it
+
+    def change(seat: int, rng: random.Random, turn: int) -> None:
+        first = rng.randrange(2)
+        targets = [replicas[first]] + ([replicas[1 - first]] if rng.random() < 0.5 else [])
+        request_id = f"s{seat}-t{turn}"
+        view = rng.choice(replicas).view(seat)
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+
+            def send(c: MatchClient) -> object:
+                return c.deal(seat, request_id=request_id)
+        else:
+            options = rng.choice(replicas).plans(view.turn)
+            if not options:
+                return  # the hand ended between the two reads
+            option = rng.choice(options)
+            plan = rng.randint(1, len(option.plans)) if option.plans else 0
+
+            def send(c: MatchClient) -> object:
+                return c.play(seat, option.card, plan, request_id=request_id)
+
+        with ThreadPoolExecutor(2) as pool:
+            futures = [pool.submit(send, c) for c in targets]
+            outcomes: list[object] = []
+            for future in futures:
+                try:
+                    outcomes.append(future.result())
+                except grpc.RpcError as error:
+                    outcomes.append(Rejection.of(error))
+        answers = [o for o in outcomes if not isinstance(o, Rejection)]
+        rejected = [o for o in outcomes if isinstance(o, Rejection)]
+        # A retry gets the original answer, never a second move; a rejection changes nothing
+        # (two rejections may differ: the match moved on between them).
+        assert not (answers and rejected), outcomes
+        assert all(o == answers[0] for o in answers), outcomes
+        if answers:
+            version = answers[0].view.version  # type: ignore[attr-defined]
+            assert version not in applied, f"version {version} made twice"
+            applied[version] = request_id
+        else:
+            assert rejected[0].reason in {
+                "NOT_YOUR_TURN",
+                "CARD_NOT_IN_HAND",
+                "HAND_IN_PROGRESS",
+                "HAND_OVER",
+                "MATCH_OVER",
+                "UNKNOWN_PLAN",
+            }, rejected
+
+    def seat_loop(seat: int) -> None:
+        rng = random.Random(100 + seat)
+        for turn in range(3000):  # a bound, not a target: the match ends long before
+            if client.view(seat).status == game_pb2.MATCH_STATUS_MATCH_OVER:
+                return
+            change(seat, rng, turn)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(seat_loop, (0, 1)))
+    version, state = stored_state(store, client.match_id)
+    assert state.winner is not None, "the match was played to its end"
+    assert sorted(applied) == list(range(2, version + 1)), "every version made once, no gap"
+    assert audit_replay(store, client.match_id) == (version, state)
+    assert len(set(applied.values())) == len(applied), "no request applied twice"
+
+    # And the interleaving did what it is for: plays from remembered records, some of them
+    # stale (a commit answered with the current record, then decided again).
+    def sample(name: str, **labels: str) -> float:
+        values = (s.server.metrics.registry.get_sample_value(name, labels) for s in (a, b))
+        return sum(v or 0.0 for v in values)
+
+    assert sample("basra_record_cache_total", result="hit") > len(applied) / 2
+    assert sample("basra_version_conflicts_total") > 0
+
+
+def test_a_replica_whose_memory_is_stale_decides_again_on_the_store_before_rejecting(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    a, b = twin_servers(start_server, redis_url)
+    client = new_match(a, seed=8)
+    other = client.via(b.channel)
+    seat = client.view(0).turn
+    play = client.plans(seat)[0]
+    client.play(seat, play.card, 1 if play.plans else 0)  # a remembers version 2
+    reply = other.plans(1 - seat)[0]
+    other.play(1 - seat, reply.card, 1 if reply.plans else 0)  # b moves it to version 3
+    # On a's memory (version 2) it is not this seat's turn, nor is version 3 there: both are
+    # right on the store, so both go through.
+    again = other.plans(seat)[0]  # read through b: a keeps its stale memory
+    response = client.play(seat, again.card, 1 if again.plans else 0, expected_version=3)
+    assert response.view.version == 4
+    assert client.view(0).version == 4

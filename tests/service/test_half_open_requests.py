@@ -46,6 +46,8 @@ def server_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], in
             f"127.0.0.1:{port}",
             "--metrics-port",
             "off",
+            "--http-listen",
+            "off",
             "--request-timeout-seconds",
             "1",
             "--max-concurrent-rpcs",

@@ -8,6 +8,7 @@ exactly one change.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,6 +52,9 @@ class MatchRecord:
     """The creating Deal's idempotency record (service.records.Creation), or empty."""
     requests: tuple[bytes, ...]
     """Per seat, its latest idempotent request (service.records.SeatRequest), or empty."""
+    watch_hashes: tuple[bytes, ...] = ()
+    """Per seat, the hash of its read-only watch token (service.auth.watch_token); empty for a
+    match created before watch tokens existed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +109,25 @@ class Store(Protocol):
         """
         ...
 
-    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
-        """Entries with versions above ``after_version``, oldest first; when there are none yet,
-        wait up to ``wait_s`` seconds for one."""
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        """``commit``, answering in the same round trip what a retry needs: (True, None) when
+        applied; (False, the current record) when another change won the race; (False, None)
+        when the match is gone."""
+        ...
+
+    async def events(self, match_id: str, after_version: int) -> EventPage:
+        """Entries with versions above ``after_version``, oldest first (none yet: empty)."""
+        ...
+
+    async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
+        """``events`` of many matches in one go (by match id: the version to read after)."""
+        ...
+
+    def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:
+        """A new change feed (a replica needs one: see ChangeFeed); ``on_reconnect`` is called
+        each time the feed lost its connection to the store."""
         ...
 
     async def ping(self) -> None:
@@ -121,4 +141,39 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Release connections."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A followed match changed."""
+
+    match_id: str
+    version: int
+    """The version committed; 0 when unknown: the feed may have missed changes of the match
+    (it lost its connection meanwhile) and its events must be read again."""
+
+
+class ChangeFeed(Protocol):
+    """Tells which of the followed matches changed, so that one reader per replica serves every
+    WatchMatch stream of the replica (service.watch). A wake-up only: the events themselves are
+    read with Store.events, which stays the source of truth.
+
+    Every method raises StoreUnavailableError when the store cannot answer within its deadline.
+    """
+
+    async def follow(self, match_id: str) -> None:
+        """Report the match's changes: every commit after this returns is reported."""
+        ...
+
+    def unfollow(self, match_id: str) -> None:
+        """Stop reporting the match (at once; the store is told soon after)."""
+        ...
+
+    async def changes(self) -> list[Change]:
+        """Wait for changes of followed matches; returns those seen since the last call."""
+        ...
+
+    async def close(self) -> None:
+        """Release the feed's connections; a waiting ``changes`` returns empty."""
         ...

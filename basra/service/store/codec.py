@@ -5,7 +5,9 @@ value is at most 64 bytes, and a state or a request record is larger. The versio
 8-byte prefix so the commit script can compare it with GETRANGE before replacing the string.
 
     record := version (u64) seats (u8) token hashes (32 bytes each) then, each as u16 length +
-              bytes: state, creation, the request record of every seat
+              bytes: state, creation, the request record of every seat; then, for a match
+              created since watch tokens exist, the watch token hash of every seat (32 bytes
+              each). Records without them still decode (they have no watch tokens).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def encode_record(record: MatchRecord) -> bytes:
     parts = [_HEAD.pack(record.version, len(record.token_hashes)), *record.token_hashes]
     for field in (record.state, record.creation, *record.requests):
         parts += (_LENGTH.pack(len(field)), field)
+    parts += record.watch_hashes
     return b"".join(parts)
 
 
@@ -49,6 +52,11 @@ def decode_record(match_id: str, data: bytes) -> MatchRecord:
         at += _LENGTH.size
         fields.append(data[at : at + length])
         at += length
+    watch = tuple(data[at + i * HASH_BYTES : at + (i + 1) * HASH_BYTES] for i in range(seats))
+    if len(data) == at + seats * HASH_BYTES:
+        at = len(data)
+    else:
+        watch = ()
     if at != len(data) or any(len(h) != HASH_BYTES for h in hashes):
         raise ValueError("not a match record")
     return MatchRecord(
@@ -58,4 +66,5 @@ def decode_record(match_id: str, data: bytes) -> MatchRecord:
         token_hashes=hashes,
         creation=fields[1],
         requests=tuple(fields[2:]),
+        watch_hashes=watch,
     )

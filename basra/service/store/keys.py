@@ -30,6 +30,17 @@ def events_key(match_id: str) -> str:
     return f"{PREFIX}:{{{match_id}}}:events"
 
 
+def wake_channel(match_id: str) -> str:
+    """The shard channel on which each commit publishes the match's new version: the wake-up
+    of every replica's shared WatchMatch reader (service.store.redis_feed)."""
+    return f"{PREFIX}:{{{match_id}}}:wake"
+
+
+def match_of_channel(channel: bytes) -> str:
+    """The match id of a ``wake_channel``."""
+    return channel.decode().split("{", 1)[1].rsplit("}", 1)[0]
+
+
 def private_field(seat: int) -> str:
     """The stream entry field with a seat's dealt cards."""
     return f"{PRIVATE_PREFIX}{seat}"

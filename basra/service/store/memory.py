@@ -1,20 +1,26 @@
 """The embedded store: everything in this process, for `make run` and single-process use.
 
-It keeps the Redis store's semantics (compare-and-set commits, idle expiry, capped events,
-blocking event reads) so one contract suite proves both. Each method runs without awaiting
-between its read and its write, which makes it atomic on the event loop.
+It keeps the Redis store's semantics (compare-and-set commits, idle expiry, capped events, a
+change feed) so one contract suite proves both. Each method runs without awaiting between its
+read and its write, which makes it atomic on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from basra.service.store.base import Commit, EventEntry, EventPage, MatchRecord, NewMatch
+from basra.service.store.base import (
+    Change,
+    Commit,
+    EventEntry,
+    EventPage,
+    MatchRecord,
+    NewMatch,
+)
 
 
 @dataclass(slots=True)
@@ -22,7 +28,6 @@ class _Match:
     record: MatchRecord
     entries: deque[EventEntry]
     expires_at: float
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class MemoryStore:
@@ -41,14 +46,19 @@ class MemoryStore:
         self._clock = clock
         self._matches: dict[str, _Match] = {}
         self._creates = 0
+        self._feeds: list[MemoryFeed] = []
 
     def _live(self, match_id: str) -> _Match | None:
         match = self._matches.get(match_id)
         if match is not None and match.expires_at <= self._clock():
             del self._matches[match_id]
-            match.changed.set()  # wake watchers: the match is gone
+            self._changed(match_id, 0)  # watchers read again and find the match gone
             return None
         return match
+
+    def _changed(self, match_id: str, version: int) -> None:
+        for feed in self._feeds:
+            feed.changed(match_id, version)
 
     async def load(self, match_id: str) -> MatchRecord | None:
         match = self._live(match_id)
@@ -69,33 +79,81 @@ class MemoryStore:
         return True
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
+        applied, _ = await self.commit_or_current(match_id, commit)
+        return applied
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
         match = self._live(match_id)
-        if match is None or match.record.version != commit.expected_version:
-            return False
+        if match is None:
+            return False, None
+        if match.record.version != commit.expected_version:
+            return False, match.record
         match.record = commit.record
         match.entries.append(commit.entry)
         match.expires_at = self._clock() + (
             self._finished_ttl_s if commit.finished else self._ttl_s
         )
-        match.changed.set()
-        match.changed = asyncio.Event()
-        return True
+        self._changed(match_id, commit.record.version)
+        return True, None
 
-    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
+    async def events(self, match_id: str, after_version: int) -> EventPage:
         match = self._live(match_id)
         if match is None:
             return EventPage((), None)
-        if match.entries[-1].version <= after_version:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(match.changed.wait(), wait_s)
-            match = self._live(match_id)
-            if match is None:
-                return EventPage((), None)
         entries = tuple(e for e in match.entries if e.version > after_version)
         return EventPage(entries, match.entries[0].version)
+
+    async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
+        return {
+            match_id: await self.events(match_id, version) for match_id, version in after.items()
+        }
+
+    def feed(self, on_reconnect: Callable[[], None]) -> MemoryFeed:
+        feed = MemoryFeed(self._feeds)
+        self._feeds.append(feed)
+        return feed
 
     async def ping(self) -> None:
         return None
 
     async def close(self) -> None:
         self._matches.clear()
+        for feed in list(self._feeds):
+            await feed.close()
+
+
+class MemoryFeed:
+    """The embedded store's change feed: commits report themselves, nothing can be missed."""
+
+    def __init__(self, feeds: list[MemoryFeed]) -> None:
+        self._feeds = feeds
+        self._followed: set[str] = set()
+        self._pending: list[Change] = []
+        self._wake = asyncio.Event()
+        self._closed = False
+
+    def changed(self, match_id: str, version: int) -> None:
+        if match_id in self._followed:
+            self._pending.append(Change(match_id, version))
+            self._wake.set()
+
+    async def follow(self, match_id: str) -> None:
+        self._followed.add(match_id)
+
+    def unfollow(self, match_id: str) -> None:
+        self._followed.discard(match_id)
+
+    async def changes(self) -> list[Change]:
+        while not self._pending and not self._closed:
+            await self._wake.wait()
+            self._wake.clear()
+        pending, self._pending = self._pending, []
+        return pending
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self in self._feeds:
+            self._feeds.remove(self)

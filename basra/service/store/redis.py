@@ -3,17 +3,23 @@
 A match is a string (``keys.match_key``, see ``service.store.codec``) and a capped stream
 (``keys.events_key``) under one hash tag. Loading is one GET; every change is one Lua script that
 compares the version prefix, replaces the record, appends the event entry and restarts the idle
-expiry of both keys: two round trips per play. Every call has a deadline; past it, or on any
-connection fault, the call raises StoreUnavailableError.
+expiry of both keys, and publishes the new version on the match's shard channel (the wake-up of
+WatchMatch readers, see ``service.store.redis_feed``). A replica that remembers a match's record
+(the servicer's RecordCache) plays from it and sends only the script, which answers the current
+record when the match moved on: one round trip per play on a warm replica, two on a cold one.
+Every call has a deadline; past it, or on any connection fault, the call raises
+StoreUnavailableError.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import hiredis
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -32,6 +38,7 @@ from basra.service.store.base import (
     StoreUnavailableError,
 )
 from basra.service.store.codec import decode_record, encode_record, version_prefix
+from basra.service.store.redis_feed import RedisFeed
 
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
@@ -53,13 +60,16 @@ redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
 """
 
-# KEYS: match record, events stream. ARGV: ttl ms, maxlen, expected version (8-byte prefix),
-# new version, new record, then the entry's field/value pairs.
+# KEYS: match record, events stream, wake channel. ARGV: ttl ms, maxlen, expected version
+# (8-byte prefix), new version, new record, then the entry's field/value pairs. Answers 1 when
+# applied; else the current record (another change won the race: the caller decides again
+# without a GET), or 0 when the match is gone.
 _COMMIT: Final = """
-if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return 0 end
+if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return redis.call('GET', KEYS[1]) or 0 end
 redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 6))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('SPUBLISH', KEYS[3], ARGV[4])
 return 1
 """
 
@@ -76,6 +86,7 @@ class RedisStore:
         events_maxlen: int,
         timeout_s: float,
         pool_size: int = 64,
+        watch_poll_s: float = 5.0,
         finished_ttl_s: float | None = None,
     ) -> None:
         self._ttl_ms = int(ttl_s * 1000)
@@ -83,15 +94,10 @@ class RedisStore:
         self._finished_ttl_ms = int((finished_ttl_s or ttl_s) * 1000)
         self._maxlen = events_maxlen
         self._timeout_s = timeout_s
+        self._watch_poll_s = watch_poll_s
         # The deadline of each call is the asyncio.timeout in _call, covering the wait for a
         # connection, the write and the read together; redis-py's per-socket timeouts would add
-        # a task and two timers to every command. The blocking-read client keeps them: without,
-        # handlers of cancelled WatchMatch streams were measured to finish seconds late.
-        blocking_options: dict[str, Any] = {
-            "socket_timeout": timeout_s,
-            "socket_connect_timeout": timeout_s,
-            "decode_responses": False,
-        }
+        # a task and two timers to every command.
         options: dict[str, Any] = {
             # After a Redis restart every pooled connection is dead: a command that meets one is
             # sent again on a new connection (twice at most, within the call's deadline) instead
@@ -105,36 +111,30 @@ class RedisStore:
         self._slots = asyncio.Semaphore(pool_size)
         self._sentinels: list[Sentinel] = []
         self._redis: Redis | RedisCluster
-        # Blocking reads (WatchMatch) hold a connection while they wait: they get a client and
-        # pool of their own, so open streams never starve calls.
-        self._blocking: Redis | RedisCluster
+        # WatchMatch streams hold no connection: each replica's one change feed (feed()) waits
+        # for all of them, on a connection per Redis node of its own.
+        self._feeds: list[RedisFeed] = []
         if cluster:
             self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
-            self._blocking = RedisCluster.from_url(url, **blocking_options)
         elif url.startswith(SENTINEL_SCHEMES):
             self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
-            self._blocking, reads = sentinel_master(url, blocking_options)
-            self._sentinels = [calls, reads]
+            self._sentinels = [calls]
         else:
             self._redis = Redis.from_url(
                 url, max_connections=pool_size, health_check_interval=30, **options
             )
-            self._blocking = Redis.from_url(url, **blocking_options)
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
+        if isinstance(self._redis, Redis):  # a cluster client's connections live per node
+            _pack_with_hiredis(self._redis)
 
-    async def _call(
-        self, operation: Any, timeout_s: float | None = None, *, blocking: bool = False
-    ) -> Any:
+    async def _call(self, operation: Any) -> Any:
         task = asyncio.current_task()
         try:
-            async with asyncio.timeout(timeout_s or self._timeout_s):
-                if blocking:
+            async with asyncio.timeout(self._timeout_s):
+                # At most pool_size calls at once; the others queue here, within the deadline.
+                async with self._slots:
                     result = await operation
-                else:
-                    # At most pool_size calls at once; the others queue here, within the deadline.
-                    async with self._slots:
-                        result = await operation
         except redis_errors.OutOfMemoryError as exc:
             raise StoreFullError(str(exc)) from None
         except _UNAVAILABLE as exc:
@@ -169,9 +169,19 @@ class RedisStore:
         return bool(created)
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
+        applied, _ = await self.commit_or_current(match_id, commit)
+        return applied
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
         applied = await self._call(
             self._commit(
-                keys=[keys.match_key(match_id), keys.events_key(match_id)],
+                keys=[
+                    keys.match_key(match_id),
+                    keys.events_key(match_id),
+                    keys.wake_channel(match_id),
+                ],
                 args=[
                     self._finished_ttl_ms if commit.finished else self._ttl_ms,
                     self._maxlen,
@@ -182,35 +192,50 @@ class RedisStore:
                 ],
             )
         )
-        return bool(applied)
+        if applied == 1:
+            return True, None
+        return False, decode_record(match_id, applied) if applied else None
 
-    async def events(self, match_id: str, after_version: int, wait_s: float) -> EventPage:
-        key = keys.events_key(match_id)
+    async def events(self, match_id: str, after_version: int) -> EventPage:
+        return (await self.events_many({match_id: after_version}))[match_id]
+
+    async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
+        # One pipeline (on a Cluster, one per node): the oldest entry, then those after.
         pipe = self._redis.pipeline(transaction=False)
-        pipe.xrange(key, "-", "+", count=1)
-        pipe.xrange(key, "(" + keys.stream_id(after_version), "+")
-        first, entries = await self._call(pipe.execute())
-        if not first:
-            return EventPage((), None)
-        if not entries:
-            # Block on the server for the next entry; the deadline covers the wait.
-            found = await self._call(
-                self._blocking.xread(
-                    {key: keys.stream_id(after_version)}, block=int(wait_s * 1000)
-                ),
-                timeout_s=wait_s + self._timeout_s,
-                blocking=True,
-            )
-            entries = found[0][1] if found else []
-        return EventPage(tuple(_entry(e) for e in entries), _version(first[0][0]))
+        for match_id, version in after.items():
+            key = keys.events_key(match_id)
+            pipe.xrange(key, "-", "+", count=1)
+            pipe.xrange(key, "(" + keys.stream_id(version), "+")
+        found = await self._call(pipe.execute())
+        pages = {}
+        for index, match_id in enumerate(after):
+            first, entries = found[2 * index], found[2 * index + 1]
+            if not first:
+                pages[match_id] = EventPage((), None)
+            else:
+                pages[match_id] = EventPage(
+                    tuple(_entry(e) for e in entries), _version(first[0][0])
+                )
+        return pages
+
+    def feed(self, on_reconnect: Callable[[], None]) -> RedisFeed:
+        feed = RedisFeed(
+            self._redis,
+            poll_s=self._watch_poll_s,
+            timeout_s=self._timeout_s,
+            on_reconnect=on_reconnect,
+        )
+        self._feeds.append(feed)
+        return feed
 
     async def ping(self) -> None:
         # A write, not PING: a Redis out of memory still answers PING but refuses every write.
         await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
 
     async def close(self) -> None:
+        for feed in self._feeds:
+            await feed.close()
         await self._redis.aclose()
-        await self._blocking.aclose()
         for sentinel in self._sentinels:
             for client in sentinel.sentinels:
                 await client.aclose()
@@ -297,6 +322,21 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     )
     master: Redis = sentinel.master_for(parsed.master, db=parsed.db)
     return master, sentinel
+
+
+def _pack_with_hiredis(client: Redis) -> None:
+    """Have the client's connections pack commands with hiredis (C) rather than redis-py's
+    Python packer, as redis-py's blocking client does: the commit, with its record and event
+    entry, is packed on every Play. The bytes are the same (tests/service/test_store_contract)."""
+    pool = client.connection_pool
+    base = pool.connection_class
+
+    def pack_command(self: Any, *args: Any) -> list[bytes]:
+        if isinstance(args[0], str) and " " in args[0]:  # "MEMORY USAGE": words go apart
+            args = (*args[0].split(), *args[1:])
+        return [hiredis.pack_command(args)]
+
+    pool.connection_class = type(f"Hiredis{base.__name__}", (base,), {"pack_command": pack_command})
 
 
 def _entry_fields(entry: EventEntry) -> list[bytes | str]:

@@ -1,17 +1,19 @@
 // A TypeScript frontend's whole match, through every RPC of basra.v1.
 //
 //   tsx src/client.ts --target HOST:PORT [--seed N] [--protocol grpc|connect|connect-json|grpc-web]
+//                     [--rules NAME --seats N]
 //   (or $BASRA_TARGET, $BASRA_SEED, $BASRA_PROTOCOL; the target is the HTTP port for Connect and
 //   gRPC-Web)
 //
-// Creates a seeded match (and retries the creation to show idempotency), watches it from
-// version 0 as both seats, provokes rejections and unpacks their ErrorInfo and BadRequest, plays
-// it to the end with the first-choice policy (the seat to move plays the first card ListPlans
-// returns, with its plan 1, or trails it; seat 0 deals each next hand: the policy of
+// Creates a seeded match (ERAM for two seats with the creating Deal, or with --rules/--seats
+// any rule system through CreateMatch) and retries the creation to show idempotency, watches it
+// from version 0 as every seat, provokes rejections and unpacks their ErrorInfo and BadRequest,
+// plays it to the end with the first-choice policy (the seat to move plays the first card
+// ListPlans returns, with its plan 1, or trails it; seat 0 deals each next hand: the policy of
 // tests/contract/policy.py), checks every response against the last, and checks that each
-// WatchMatch stream carried exactly the events the calls returned. Prints the final Scoreboard
-// as one line of Protobuf JSON on stdout; everything else goes to stderr. Exits non-zero on any
-// failed check.
+// WatchMatch stream carried exactly the events the calls returned and never another seat's
+// cards. Prints the final Scoreboard as one line of Protobuf JSON on stdout; everything else
+// goes to stderr. Exits non-zero on any failed check.
 
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
@@ -19,7 +21,7 @@ import { parseArgs } from "node:util";
 import { clone, create, equals, toJsonString } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
 
-import type { DealResponse, PlayResponse } from "../gen/basra/v1/basra_service_pb.js";
+import type { CreateMatchResponse, DealResponse, PlayResponse } from "../gen/basra/v1/basra_service_pb.js";
 import {
   CardPlayedSchema,
   CardSchema,
@@ -32,8 +34,6 @@ import {
   type MatchView,
 } from "../gen/basra/v1/game_pb.js";
 import { DOMAIN, asProtocol, asSeat, connect, rejected, type BasraClient, type Rejection } from "./basra.js";
-
-const SEATS = [0, 1] as const;
 
 class CheckFailed extends Error {}
 
@@ -55,16 +55,22 @@ interface Returned {
 
 class Match {
   readonly returned: Returned[] = [];
+  readonly seats: number[];
+  /** Cards each seat gets in a deal (4; 6 in lobashev), read from the creation. */
+  readonly dealSize: number;
   view: MatchView;
 
   constructor(
     readonly client: BasraClient,
     readonly matchId: string,
     readonly tokens: ReadonlyMap<number, string>,
-    created: DealResponse,
+    created: DealResponse | CreateMatchResponse,
   ) {
-    check(created.view !== undefined, "the creating Deal returns a view");
+    check(created.view !== undefined, "the creation returns a view");
     this.view = created.view;
+    this.seats = created.view.seats.map((s) => s.seat);
+    this.dealSize = created.view.hand.length;
+    check(this.seats.length === created.view.seatCount && tokens.size === this.seats.length, "one token per seat");
     this.returned.push({ caller: created.view.seat, events: created.events });
   }
 
@@ -109,7 +115,7 @@ class Match {
     );
     const started = response.events[0]?.event;
     check(started?.case === "handStarted" && started.value.hand === hand + 1, `hand ${hand + 1} starts`);
-    check(started.value.yourCards.length === 4, "the deal shows the caller its four cards");
+    check(started.value.yourCards.length === this.dealSize, "the deal shows the caller its cards");
     this.advance(seat, response.view, response.events);
     return response;
   }
@@ -133,7 +139,7 @@ function publicPart(event: MatchEvent): MatchEvent {
 }
 
 /** The stream `seat` received must be every event the calls returned, in order. */
-function compareStream(seat: number, streamed: MatchEvent[], returned: Returned[]): void {
+function compareStream(seat: number, streamed: MatchEvent[], returned: Returned[], dealSize: number): void {
   const expected = returned.flatMap((r) => r.events.map((event) => ({ caller: r.caller, event })));
   check(
     streamed.length === expected.length,
@@ -148,7 +154,7 @@ function compareStream(seat: number, streamed: MatchEvent[], returned: Returned[
     check(same, `seat ${seat}'s event ${i} (version ${got.version}) differs from the one returned`);
     if (got.event.case === "handStarted" || got.event.case === "cardsDealt") {
       const cards = got.event.value.yourCards.length;
-      check(cards === 4, `seat ${seat} sees its own dealt cards at version ${got.version}`);
+      check(cards === dealSize, `seat ${seat} sees its own dealt cards at version ${got.version}`);
     }
   });
 }
@@ -164,10 +170,11 @@ function expectRejection(r: Rejection, code: string, reason: string, metadata: R
 /** Provoke rejections before the first play; none may change the match. */
 async function provoke(match: Match): Promise<void> {
   const { client, matchId } = match;
-  const turn = match.view.turn;
-  const other = 1 - turn;
+  const turn = match.view.toPlay;
+  check(turn !== undefined, "a seat is to play");
+  const other = (turn + 1) % match.seats.length;
   const theirs = (await client.getMatch({ matchId }, match.as(other))).view;
-  check(theirs !== undefined && theirs.hand.length === 4, "the other seat holds four cards");
+  check(theirs !== undefined && theirs.hand.length === match.dealSize, "the next seat holds its cards");
   const card = theirs.hand[0]!;
 
   const notYourTurn = await rejected(() => client.play({ matchId, card }, match.as(other)));
@@ -192,7 +199,13 @@ async function provoke(match: Match): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { target: { type: "string" }, seed: { type: "string" }, protocol: { type: "string" } },
+    options: {
+      target: { type: "string" },
+      seed: { type: "string" },
+      protocol: { type: "string" },
+      rules: { type: "string" },
+      seats: { type: "string" },
+    },
   });
   const target = values.target ?? process.env["BASRA_TARGET"];
   const seed = BigInt(values.seed ?? process.env["BASRA_SEED"] ?? "42");
@@ -202,18 +215,25 @@ async function main(): Promise<void> {
   log(`protocol ${protocol}`);
 
   const requestId = randomUUID();
-  const created = await client.deal({ seed, seat: 0, requestId }, { timeoutMs: 10_000 });
+  const create = () =>
+    values.rules === undefined
+      ? client.deal({ seed, seat: 0, requestId }, { timeoutMs: 10_000 })
+      : client.createMatch(
+          { rules: values.rules, seats: Number(values.seats ?? "0"), seed, seat: 0, requestId },
+          { timeoutMs: 10_000 },
+        );
+  const created = await create();
   const tokens = new Map(created.seatTokens.map((t) => [t.seat, t.token]));
-  check(tokens.size === 2 && SEATS.every((s) => tokens.has(s)), "one token per seat");
-  const again = await client.deal({ seed, seat: 0, requestId }, { timeoutMs: 10_000 });
+  const again = await create();
   check(again.matchId === created.matchId, "a retried creation returns the same match");
   check(again.seatTokens.every((t) => tokens.get(t.seat) === t.token), "and the same tokens");
   const match = new Match(client, created.matchId, tokens, created);
-  log(`match ${match.matchId} seed ${seed}`);
+  const seats = match.seats;
+  log(`match ${match.matchId} seed ${seed}, ${match.view.rules} rules, ${seats.length} seats`);
 
-  // Watch from version 0 as both seats while the match is played; each stream ends by itself
+  // Watch from version 0 as every seat while the match is played; each stream ends by itself
   // after the MatchEnded event.
-  const streams = SEATS.map((s) => watch(client, match.matchId, tokens.get(s)!));
+  const streams = seats.map((s) => watch(client, match.matchId, tokens.get(s)!));
   streams.forEach((s) => s.catch(() => undefined)); // awaited below; do not crash before then
 
   await provoke(match);
@@ -225,7 +245,8 @@ async function main(): Promise<void> {
       await match.deal(0);
       continue;
     }
-    const seat = match.view.turn;
+    const seat = match.view.toPlay;
+    check(seat !== undefined, "a seat is to play while a hand is in progress");
     const listed = await client.listPlans({ matchId: match.matchId }, match.as(seat));
     check(listed.version === match.view.version, "plans are computed at the current version");
     const first = listed.cards[0];
@@ -240,28 +261,36 @@ async function main(): Promise<void> {
   }
   check(result !== undefined, "the last play reports the result");
 
-  for (const seat of SEATS) {
+  for (const seat of seats) {
     const view = (await client.getMatch({ matchId: match.matchId }, match.as(seat))).view;
     check(view !== undefined && view.version === match.view.version, `seat ${seat}'s view is current`);
     check(view.winner === result.winner && view.status === MatchStatus.MATCH_OVER, "GetMatch shows the winner");
-    // The last play's view, as the other seat sees it: the same but for the seat number.
+    // The last play's view, as the other seat sees it: the same but for the seat and its side.
     const last = clone(MatchViewSchema, match.view);
     last.seat = seat;
+    last.side = last.seats[seat]?.side ?? seat;
     check(equals(MatchViewSchema, view, last), `seat ${seat}'s view is the last play's`);
   }
-  const scores = await Promise.all(SEATS.map((s) => client.score({ matchId: match.matchId }, match.as(s))));
+  const scores = await Promise.all(seats.map((s) => client.score({ matchId: match.matchId }, match.as(s))));
   const board = scores[0]!.scoreboard;
   check(board !== undefined, "Score returns the scoreboard");
-  check(equals(ScoreboardSchema, board, scores[1]!.scoreboard!), "both seats see one scoreboard");
+  check(scores.every((s) => equals(ScoreboardSchema, board, s.scoreboard!)), "every seat sees one scoreboard");
   check(scores.every((s) => s.version === match.view.version), "the scoreboard is current");
   check(board.winner === result.winner && board.status === MatchStatus.MATCH_OVER, "the scoreboard names the winner");
-  SEATS.forEach((s) => {
+  seats.forEach((s) => {
     const sum = board.hands.reduce((total, hand) => total + (hand.seats[s]?.total ?? 0), 0);
     check(board.totals[s] === sum && result.totals[s] === sum, `seat ${s}'s total is the sum of its hands`);
+    const side = board.seatSides[s]!;
+    check(board.sideTotals[side] === sum, `seat ${s}'s total is its side's`);
   });
+  board.hands.forEach((hand) => {
+    const cards = hand.sides.reduce((total, side) => total + side.cards, 0);
+    check(cards === 52, `hand ${hand.hand}: the sides' piles hold the 52 cards`);
+  });
+  check(result.winnerSide === board.winnerSide, "the result and the scoreboard name one side");
 
   const streamed = await Promise.all(streams);
-  SEATS.forEach((s, i) => compareStream(s, streamed[i]!, match.returned));
+  seats.forEach((s, i) => compareStream(s, streamed[i]!, match.returned, match.dealSize));
   log(`${plays} plays, ${board.hands.length} hands, winner seat ${board.winner}; streams match`);
 
   process.stdout.write(`${toJsonString(ScoreboardSchema, board)}\n`);

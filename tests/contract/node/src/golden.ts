@@ -8,11 +8,17 @@ import { fromJson, toJson, type JsonObject, type JsonValue } from "@bufbuild/pro
 import type { CallOptions } from "@connectrpc/connect";
 
 import {
+  CreateWatchTokenRequestSchema,
+  CreateWatchTokenResponseSchema,
+  CreateMatchRequestSchema,
+  CreateMatchResponseSchema,
   DealRequestSchema,
   DealResponseSchema,
   GetMatchRequestSchema,
   GetMatchResponseSchema,
   ListPlansRequestSchema,
+  ListRulesRequestSchema,
+  ListRulesResponseSchema,
   ListPlansResponseSchema,
   PlayRequestSchema,
   PlayResponseSchema,
@@ -175,6 +181,19 @@ function unary(client: BasraClient, rpc: string, json: JsonValue): (o: CallOptio
     case "GetMatch": {
       const request = fromJson(GetMatchRequestSchema, json);
       return async (o) => toJson(GetMatchResponseSchema, await client.getMatch(request, o));
+    }
+    case "CreateMatch": {
+      const request = fromJson(CreateMatchRequestSchema, json);
+      return async (o) => toJson(CreateMatchResponseSchema, await client.createMatch(request, o));
+    }
+    case "ListRules": {
+      const request = fromJson(ListRulesRequestSchema, json);
+      return async (o) => toJson(ListRulesResponseSchema, await client.listRules(request, o));
+    }
+    case "CreateWatchToken": {
+      const request = fromJson(CreateWatchTokenRequestSchema, json);
+      return async (o) =>
+        toJson(CreateWatchTokenResponseSchema, await client.createWatchToken(request, o));
     }
     default:
       throw new VectorError(`unknown rpc ${rpc}`);

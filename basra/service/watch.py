@@ -1,0 +1,351 @@
+"""WatchMatch fan-out: one shared reader per replica, streams cost memory, not connections.
+
+``Watchers`` follows the matches that this replica's streams watch through the store's one
+change feed (``Store.feed``: on Redis, a connection per node that waits on every followed
+match), reads each change once (``Store.events_many``, pipelined) and hands the entries to the
+match's streams in memory. Each stream then sends them in its own view: a seat sees the cards
+dealt to it, a spectator only public events.
+
+What each stream guarantees, whatever the feed does:
+
+- Exact resume: a stream sends every version after its ``after_version``, in order, once. It
+  keeps its own last version and only ever sends versions above it; where the shared cache does
+  not reach back to it, it reads the store itself.
+- Nothing missed: a stream registers (and the feed subscribes) before the stream reads its
+  backlog, so every later commit wakes it. When the feed lost its connection, it reports every
+  match again once it is back (version 0) and the reader reads them all: whatever was committed
+  meanwhile is sent, and nothing twice.
+- A client that leaves releases its place at once (``WatchStream.leave``, from the call's done
+  callback): the match is unfollowed when its last stream goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Final
+
+import grpc
+
+from basra.service import convert, records
+from basra.service.errors import ServiceError
+from basra.service.metrics import Metrics
+from basra.service.store import EventEntry, Store, StoreUnavailableError
+from basra.service.store.base import Change, ChangeFeed, EventPage
+from basra.v1 import basra_service_pb2 as pb
+
+log = logging.getLogger("basra.watch")
+RECENT: Final = 8
+"""Entries kept per followed match, so that streams a little behind need no store read."""
+_RETRY_S: Final = (0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+class _Entry:
+    """An event entry and the responses made of it, built once for all streams of a match."""
+
+    __slots__ = ("ends", "entry", "public", "seats")
+
+    def __init__(self, entry: EventEntry) -> None:
+        self.entry = entry
+        events = records.decode_events(entry.events)
+        self.public = tuple(pb.WatchMatchResponse(event=e) for e in events)
+        self.seats: dict[int, tuple[pb.WatchMatchResponse, ...]] = {}
+        self.ends = any(e.HasField("match_ended") for e in events)
+
+    @property
+    def version(self) -> int:
+        return self.entry.version
+
+    def for_viewer(self, seat: int | None) -> tuple[pb.WatchMatchResponse, ...]:
+        """The responses as ``seat`` receives them (None: a spectator, public events only)."""
+        if seat is None or not self.entry.dealt_to(seat):
+            return self.public
+        responses = self.seats.get(seat)
+        if responses is None:
+            dealt = records.decode_cards(self.entry.dealt_to(seat))
+            responses = tuple(
+                pb.WatchMatchResponse(event=convert.for_seat(r.event, dealt)) for r in self.public
+            )
+            self.seats[seat] = responses
+        return responses
+
+
+class _Followed:
+    """A match that streams of this replica watch."""
+
+    __slots__ = ("epoch", "gone", "latest", "match_id", "ready", "recent", "streams", "waiters")
+
+    def __init__(self, match_id: str) -> None:
+        self.match_id = match_id
+        self.streams = 0
+        self.latest = 0
+        """The highest version known to exist (0: not known yet)."""
+        self.epoch = 0
+        """Grows when the match may have changed in a way ``latest`` does not show: each
+        stream reads the store again when it sees a new epoch."""
+        self.recent: list[_Entry] = []
+        self.waiters: set[asyncio.Future[None]] = set()
+        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Done once the feed reports the match (or failed to subscribe)."""
+        self.gone = False
+        """The last read found no events: the match expired (or Redis lost it)."""
+
+    def remember(self, entries: tuple[EventEntry, ...]) -> None:
+        fresh = [e for e in entries if not self.recent or e.version > self.recent[-1].version]
+        if self.recent and fresh and fresh[0].version != self.recent[-1].version + 1:
+            self.recent = []  # not contiguous: start again from these
+        self.recent = [*self.recent, *(_Entry(e) for e in fresh)][-RECENT:]
+        if self.recent:
+            self.latest = max(self.latest, self.recent[-1].version)
+
+    def cached_after(self, version: int) -> list[_Entry] | None:
+        """The entries after ``version`` up to ``latest``, if the cache holds them all."""
+        if not self.recent or self.recent[-1].version < self.latest:
+            return None
+        if self.recent[0].version > version + 1:
+            return None
+        return [e for e in self.recent if e.version > version]
+
+    def wake(self) -> None:
+        waiters, self.waiters = self.waiters, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class WatchStream:
+    """One WatchMatch stream's place in the fan-out: iterate it for the responses."""
+
+    __slots__ = (
+        "_after",
+        "_epoch",
+        "_followed",
+        "_left",
+        "_released",
+        "_seat",
+        "_waiter",
+        "_watchers",
+    )
+
+    def __init__(self, watchers: Watchers, match_id: str, seat: int | None, after: int) -> None:
+        self._watchers = watchers
+        self._followed = watchers._join(match_id)
+        self._seat = seat
+        self._after = after
+        self._epoch = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._left = False
+        self._released = False
+
+    def leave(self) -> None:
+        """The client has gone: release the stream's place now and end the iteration."""
+        self._left = True
+        self._release()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._watchers._leave(self._followed)
+
+    async def responses(self) -> AsyncIterator[pb.WatchMatchResponse]:
+        """The stream's responses: versions after ``after``, in the stream's view, until the
+        match ends or the client leaves.
+
+        Raises:
+            ServiceError: NOT_FOUND / MATCH_NOT_FOUND (the match expired), OUT_OF_RANGE /
+                HISTORY_TRIMMED (events after ``after`` are no longer kept).
+            StoreUnavailableError: the first read failed.
+        """
+        followed = self._followed
+        try:
+            await self._watchers._subscribed(followed)
+            self._epoch = followed.epoch
+            page = await self._watchers.store.events(followed.match_id, self._after)
+            entries = self._check(page, first=True)
+            while not self._left:
+                for entry in entries:
+                    if entry.version <= self._after:
+                        continue
+                    for response in entry.for_viewer(self._seat):
+                        yield response
+                    if entry.ends:
+                        return
+                    self._after = entry.version
+                followed.latest = max(followed.latest, self._after)
+                entries = await self._next()
+        finally:
+            self._release()
+
+    async def _next(self) -> list[_Entry]:
+        """The entries after the stream's version, once there are some (or the client left)."""
+        followed = self._followed
+        while not self._left:
+            stale = self._epoch != followed.epoch
+            if followed.latest > self._after or followed.gone or stale:
+                cached = None if followed.gone or stale else followed.cached_after(self._after)
+                if cached is not None:
+                    return cached
+                self._epoch = followed.epoch
+                try:
+                    page = await self._watchers.store.events(followed.match_id, self._after)
+                except StoreUnavailableError:
+                    # The reader tries again and wakes this stream once it could read.
+                    log.info("watch read failed", extra={"match_id": followed.match_id})
+                else:
+                    entries = self._check(page, first=False)
+                    if entries:
+                        return entries
+                    # Nothing after this stream's version exists: whatever said otherwise (a
+                    # version from before a Redis rollback) is forgotten.
+                    followed.latest = min(followed.latest, self._after)
+            self._waiter = asyncio.get_running_loop().create_future()
+            followed.waiters.add(self._waiter)
+            await self._waiter
+            self._waiter = None
+        return []
+
+    def _check(self, page: EventPage, *, first: bool) -> list[_Entry]:
+        match_id = self._followed.match_id
+        if page.oldest_version is None:
+            raise ServiceError(
+                grpc.StatusCode.NOT_FOUND,
+                "MATCH_NOT_FOUND",
+                f"no match {match_id!r}: it never existed or has expired",
+                {"match_id": match_id},
+            )
+        after = self._after
+        if (first and after and after + 1 < page.oldest_version) or (
+            not first and after + 1 < page.oldest_version
+        ):
+            raise ServiceError(
+                grpc.StatusCode.OUT_OF_RANGE,
+                "HISTORY_TRIMMED",
+                "events after that version are no longer kept: call GetMatch and resume "
+                "from its version",
+                {"after_version": after, "oldest_version": page.oldest_version},
+            )
+        return [_Entry(e) for e in page.entries]
+
+
+class Watchers:
+    """Every WatchMatch stream of this replica, over one change feed of the store."""
+
+    def __init__(self, store: Store, metrics: Metrics) -> None:
+        self.store = store
+        self._metrics = metrics
+        self._matches: dict[str, _Followed] = {}
+        self._feed: ChangeFeed | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._reconnects = metrics.watch_reconnects
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def open(self, match_id: str, seat: int | None, after_version: int) -> WatchStream:
+        """A stream of the match's events after ``after_version`` for ``seat`` (None: a
+        spectator). The caller iterates ``responses()`` and calls ``leave()`` when the client
+        goes."""
+        return WatchStream(self, match_id, seat, after_version)
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        if self._feed is not None:
+            await self._feed.close()
+        for followed in self._matches.values():
+            followed.gone = True
+            followed.wake()
+
+    def _join(self, match_id: str) -> _Followed:
+        followed = self._matches.get(match_id)
+        if followed is None:
+            followed = self._matches[match_id] = _Followed(match_id)
+            self._metrics.watch_matches.inc()
+            task = asyncio.create_task(self._follow(followed))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        followed.streams += 1
+        return followed
+
+    def _leave(self, followed: _Followed) -> None:
+        followed.streams -= 1
+        if followed.streams == 0:
+            self._forget(followed)
+
+    def _feed_now(self) -> ChangeFeed:
+        if self._feed is None:
+            self._feed = self.store.feed(self._reconnects.inc)
+            self._reader = asyncio.create_task(self._read(self._feed), name="basra-watch-reader")
+        return self._feed
+
+    async def _follow(self, followed: _Followed) -> None:
+        try:
+            await self._feed_now().follow(followed.match_id)
+        except StoreUnavailableError as exc:
+            # Its streams fail; the next stream of the match tries again.
+            followed.ready.set_exception(exc)
+            followed.ready.exception()  # retrieved, even when every stream has left
+            self._forget(followed)
+        else:
+            followed.ready.set_result(None)
+
+    def _forget(self, followed: _Followed) -> None:
+        if self._matches.get(followed.match_id) is followed:
+            del self._matches[followed.match_id]
+            self._metrics.watch_matches.dec()
+            if self._feed is not None:
+                self._feed.unfollow(followed.match_id)
+
+    async def _subscribed(self, followed: _Followed) -> None:
+        await asyncio.shield(followed.ready)
+
+    async def _read(self, feed: ChangeFeed) -> None:
+        """The shared reader: read each changed match once, then wake its streams."""
+        unread: dict[str, int] = {}
+        failures = 0
+        while True:
+            if not unread:
+                for change in await feed.changes():
+                    self._note(change, unread)
+                continue
+            reads, unread = unread, {}
+            try:
+                pages = await self.store.events_many(reads)
+            except Exception as exc:
+                # Read again after a pause (the feed reports any change made meanwhile): the
+                # reader must outlive any failure, or every stream of the replica would wait.
+                if not isinstance(exc, StoreUnavailableError):
+                    log.error("watch reader failed to read events", exc_info=exc)
+                unread = reads
+                await asyncio.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])
+                failures += 1
+                continue
+            failures = 0
+            for match_id, page in pages.items():
+                followed = self._matches.get(match_id)
+                if followed is None:
+                    continue
+                if page.oldest_version is None:
+                    followed.gone = True
+                else:
+                    followed.remember(page.entries)
+                followed.wake()
+
+    def _note(self, change: Change, unread: dict[str, int]) -> None:
+        followed = self._matches.get(change.match_id)
+        if followed is None:
+            return
+        if change.version and change.version <= followed.latest:
+            return  # already known (a duplicate, or a stream read it first)
+        if followed.latest == 0:
+            # No stream has finished reading the match yet, so there is no version to read
+            # after: each stream reads the store itself, once more.
+            followed.latest = change.version
+            followed.epoch += 1
+            followed.wake()
+            return
+        unread[change.match_id] = followed.latest

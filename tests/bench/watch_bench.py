@@ -1,0 +1,225 @@
+"""WatchMatch benchmark: many idle streams on one replica, then a play in every match.
+
+    python -m tests.bench.watch_bench [--matches 5000] [--idle 30]
+
+One server process on a real redis-server; ``--matches`` matches, each watched by both seats
+(two streams per match, 100 per client connection like the shipped
+``BASRA_MAX_CONCURRENT_STREAMS``), idle for ``--idle`` seconds, then one play in every match.
+Figures: streams that got their event, delivery p50/p99 (from the Play sent to the event
+received), the replica's Redis connections (Redis' own CLIENT LIST), and the server's resident
+memory per idle stream (its RSS with the streams open, less before they were opened).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import redis
+
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
+from tests.bench.service_bench import process, serve_command
+from tests.load.watchers import Crowd, redis_connections
+from tests.support import RedisProcess, free_port
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of a process (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def gauge(port: int, name: str) -> float:
+    """A metric's value from the server's Prometheus endpoint."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise RuntimeError(f"no metric {name}")
+
+
+def watch_figures(
+    matches: int = 5000, idle_s: float = 30.0, plays_per_s: float = 1000.0
+) -> dict[str, float]:
+    """Measure and print the WatchMatch figures; returns them for the JSON summary."""
+    with tempfile.TemporaryDirectory() as tmp:
+        redis_process = RedisProcess(Path(tmp) / "redis", args=("--maxclients", "20000"))
+        redis_process.start()
+        target = f"127.0.0.1:{free_port()}"
+        metrics_port = free_port()
+        command = serve_command(
+            target,
+            redis_process.url,
+            ["--metrics-port", str(metrics_port), "--drain-seconds", "1"],
+        )
+        direct = redis_process.client()
+        try:
+            with process(command, target) as server:
+                crowd = Crowd(target)
+                try:
+                    figures = _measure(
+                        crowd, server.pid, metrics_port, direct, matches, idle_s, plays_per_s
+                    )
+                finally:
+                    crowd.close()
+        finally:
+            direct.close()
+            redis_process.stop()
+    return figures
+
+
+def _measure(
+    crowd: Crowd,
+    pid: int,
+    metrics_port: int,
+    direct: redis.Redis,
+    matches: int,
+    idle_s: float,
+    plays_per_s: float,
+) -> dict[str, float]:
+    streams = 2 * matches
+    started = time.monotonic()
+    crowd.create(matches)
+    created_s = time.monotonic() - started
+    before = rss_bytes(pid)
+    started = time.monotonic()
+    crowd.watch()
+    crowd.wait(
+        lambda: (
+            gauge(metrics_port, "basra_watch_streams") == streams
+            and gauge(metrics_port, "basra_watch_matches") == matches
+        ),
+        timeout=300,
+        what=f"{streams} streams open",
+    )
+    opened_s = time.monotonic() - started
+    assert not crowd.failed(), [s.error for s in crowd.failed()[:5]]
+    time.sleep(idle_s)  # the streams stay idle: this is the scenario
+    per_stream = (rss_bytes(pid) - before) / streams
+    connections = redis_connections(direct)
+    crowd.play_everywhere(per_second=plays_per_s)
+    crowd.wait(
+        lambda: len(crowd.got(2)) + len(crowd.failed()) == streams,
+        timeout=300,
+        what="every stream gets its play",
+    )
+    delivered = len(crowd.got(2))
+    connections = max(connections, redis_connections(direct))
+    delays = crowd.delays_ms(2)
+    after_answer = crowd.delays_ms(2, after_answer=True)
+    plays = [(m.answered_at - m.played_at) * 1000 for m in crowd.matches]
+    reconnects = gauge(metrics_port, "basra_watch_reader_reconnects_total")
+    p50 = statistics.median(delays)
+    p99 = statistics.quantiles(delays, n=100)[98]
+    answer_p99 = statistics.quantiles(after_answer, n=100)[98]
+    play_p99 = statistics.quantiles(plays, n=100)[98]
+    print(
+        f"WatchMatch: {matches:,} matches x 2 seats = {streams:,} streams on one replica "
+        f"(created in {created_s:.1f} s, streams open in {opened_s:.1f} s), idle {idle_s:.0f} s, "
+        f"then a play in every match, {plays_per_s:,.0f} plays/s"
+    )
+    print(
+        f"  delivered to {delivered:,} of {streams:,} streams; from the Play sent: p50 "
+        f"{p50:.0f} ms, p99 {p99:.0f} ms (target under 250 ms); the Play call itself p99 "
+        f"{play_p99:.0f} ms, from its response to the event p99 {answer_p99:.0f} ms"
+    )
+    print(
+        f"  Redis connections of the replica: {connections} (command pool 64, plus the shared "
+        f"reader); reader reconnects {reconnects:.0f}"
+    )
+    floor = grpc_floor_bytes_per_stream(crowd)
+    print(
+        f"  server memory per idle stream: {per_stream / 1024:.1f} KiB (target under 20 KiB); "
+        f"a bare grpc.aio server whose handler only waits: {floor / 1024:.1f} KiB"
+    )
+    return {
+        "watch_streams": float(delivered),
+        "watch_p99_ms": round(p99, 1),
+        "watch_redis_connections": float(connections),
+        "watch_bytes_per_stream": round(per_stream),
+        "watch_grpc_floor_bytes_per_stream": round(floor),
+    }
+
+
+class _IdleStreams(basra_service_pb2_grpc.BasraServiceServicer):
+    """WatchMatch that only waits for its client to leave: gRPC's own cost of a stream."""
+
+    async def WatchMatch(  # noqa: N802
+        self, request: pb.WatchMatchRequest, context: Any
+    ) -> AsyncIterator[pb.WatchMatchResponse]:
+        left: asyncio.Event = asyncio.Event()
+        context.add_done_callback(lambda _: left.set())
+        await left.wait()
+        return
+        yield  # an async generator, like the service's
+
+
+async def _serve_idle(listen: str) -> None:
+    server = grpc.aio.server(options=[("grpc.max_concurrent_streams", 100)])
+    idle = _IdleStreams()  # type: ignore[abstract]  # WatchMatch only
+    basra_service_pb2_grpc.add_BasraServiceServicer_to_server(idle, server)
+    server.add_insecure_port(listen)
+    await server.start()
+    await server.wait_for_termination()
+
+
+def grpc_floor_bytes_per_stream(crowd: Crowd, streams: int = 5000) -> float:
+    """Resident memory per idle stream of a bare grpc.aio server whose handler does nothing
+    (the part of the service's figure that is gRPC's own)."""
+    target = f"127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "tests.bench.watch_bench", "--idle-server", target]
+
+    async def measure(pid: int) -> float:
+        local = [("grpc.use_local_subchannel_pool", 1)]
+        channels = [
+            grpc.aio.insecure_channel(target, options=local) for _ in range(streams // 90 + 1)
+        ]
+        await asyncio.gather(*(c.channel_ready() for c in channels))
+        before = rss_bytes(pid)
+        calls = []
+        for index in range(streams):
+            stub = basra_service_pb2_grpc.BasraServiceStub(channels[index % len(channels)])
+            calls.append(stub.WatchMatch(pb.WatchMatchRequest(match_id="idle")))
+            if index % 500 == 499:
+                await asyncio.sleep(0.5)  # arriving like clients, as in the service's figure
+        await asyncio.sleep(3)
+        per_stream = (rss_bytes(pid) - before) / streams
+        for call in calls:
+            call.cancel()
+        for channel in channels:
+            await channel.close(None)
+        return per_stream
+
+    with process(command, target) as server:
+        # On the crowd's event loop: grpc.aio in one process wants one loop.
+        return crowd.run(measure(server.pid))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--idle-server", metavar="ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument("--matches", type=int, default=5000)
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds the streams stay idle")
+    parser.add_argument("--rate", type=float, default=1000.0, help="plays per second")
+    args = parser.parse_args()
+    if args.idle_server:
+        asyncio.run(_serve_idle(args.idle_server))
+        return
+    print(json.dumps(watch_figures(args.matches, args.idle, args.rate)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Spectators: a seat hands out a read-only watch token that sees what any spectator may see."""
+
+from __future__ import annotations
+
+import base64
+import random
+import uuid
+from dataclasses import replace
+
+import grpc
+import pytest
+import redis
+
+from basra.client.match import MatchClient, Rejection, to_card
+from basra.engine import Card
+from basra.service import auth
+from basra.service.store import keys
+from basra.service.store.codec import decode_record, encode_record
+from basra.v1 import basra_service_pb2 as pb
+from tests.service.conftest import new_match, rpc_error
+from tests.service.driver import audit_states, play_match
+from tests.service.test_match_flow import cards_in
+from tests.support import ServerThread
+
+
+def watch_token(client: MatchClient, seat: int) -> str:
+    response: pb.CreateWatchTokenResponse = client.stub.CreateWatchToken(
+        pb.CreateWatchTokenRequest(match_id=client.match_id),
+        metadata=client.metadata(seat),
+        timeout=10,
+    )
+    return response.watch_token
+
+
+def bearer(token: str) -> tuple[tuple[str, str]]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+def test_a_seat_gets_the_same_watch_token_on_every_call_and_each_seat_its_own(
+    any_server: ServerThread,
+) -> None:
+    client = new_match(any_server)
+    first = watch_token(client, 0)
+    assert watch_token(client, 0) == first  # a retry returns the same token
+    other = watch_token(client, 1)
+    assert other != first
+    assert {first, other}.isdisjoint(client.tokens.values())
+    assert len(first) == len(client.tokens[0])  # 256 bits, like a seat token
+
+
+def test_a_watch_token_reads_the_public_view_score_and_events_and_nothing_else(
+    any_server: ServerThread,
+) -> None:
+    client = new_match(any_server, seed=6)
+    play_match(client, random.Random(1), stop=lambda v: v.version >= 5)
+    spectator = bearer(watch_token(client, 1))
+    match = pb.GetMatchRequest(match_id=client.match_id)
+    view = client.stub.GetMatch(match, metadata=spectator, timeout=10).view
+    assert view.spectator
+    assert not view.hand
+    seat_view = client.view(0)
+    assert not seat_view.spectator
+    seat_view.ClearField("hand")
+    view.spectator = False
+    assert view == seat_view  # the rest of the view is what every seat sees
+    score = client.stub.Score(pb.ScoreRequest(match_id=client.match_id), metadata=spectator)
+    assert score == client.score(0)
+
+
+def test_a_watch_token_cannot_play_list_plans_deal_or_mint_tokens(
+    any_server: ServerThread,
+) -> None:
+    client = new_match(any_server, seed=6)
+    spectator = bearer(watch_token(client, 0))
+    view = client.view(0)
+    card = client.view(view.turn).hand[0]
+    mid = client.match_id
+    calls = {
+        "Play": lambda: client.stub.Play(
+            pb.PlayRequest(match_id=mid, card=card, trail=True), metadata=spectator
+        ),
+        "ListPlans": lambda: client.stub.ListPlans(
+            pb.ListPlansRequest(match_id=mid), metadata=spectator
+        ),
+        "Deal": lambda: client.stub.Deal(pb.DealRequest(match_id=mid), metadata=spectator),
+        "CreateWatchToken": lambda: client.stub.CreateWatchToken(
+            pb.CreateWatchTokenRequest(match_id=mid), metadata=spectator
+        ),
+    }
+    for rpc, call in calls.items():
+        r = Rejection.of(rpc_error(call))
+        assert (r.code, r.reason, r.domain) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "WATCH_TOKEN_READ_ONLY",
+            "basra.v1",
+        ), rpc
+    assert client.view(0) == view  # nothing changed
+
+
+def test_a_wrong_token_is_still_token_invalid(any_server: ServerThread) -> None:
+    client = new_match(any_server)
+    derived_from_nothing = auth.watch_token("not a seat token")
+    r = Rejection.of(
+        rpc_error(
+            lambda: client.stub.GetMatch(
+                pb.GetMatchRequest(match_id=client.match_id),
+                metadata=bearer(derived_from_nothing),
+            )
+        )
+    )
+    assert (r.code, r.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID")
+
+
+def test_a_spectators_stream_carries_no_seats_cards(server: ServerThread) -> None:
+    client = new_match(server, seed=8)
+    spectator = bearer(watch_token(client, 0))
+    play_match(client, random.Random(2), stop=lambda v: v.hand_number == 2 and v.plays_left < 40)
+    last = client.view(0).version
+    states = audit_states(redis.Redis.from_url(server.settings.redis_url or ""), client.match_id)
+    stream = client.stub.WatchMatch(
+        pb.WatchMatchRequest(match_id=client.match_id), metadata=spectator, timeout=10
+    )
+    deals = 0
+    for response in stream:
+        event = response.event
+        state = states[event.version]
+        hidden: set[Card] = set(state.hands[0]) | set(state.hands[1]) | set(state.stock)
+        kind = event.WhichOneof("event")
+        if kind in ("hand_started", "cards_dealt"):
+            assert not getattr(event, kind).your_cards
+            deals += 1
+        # Cards played from a hand are public from then on; nothing still hidden shows.
+        assert not cards_in(event) & hidden
+        if event.version == last and event.version_complete:
+            break
+    stream.cancel()  # type: ignore[no-untyped-call]  # a grpc call as well as an iterator
+    assert deals == 8
+
+
+def test_the_watch_token_is_stored_only_as_a_hash(server: ServerThread) -> None:
+    client = new_match(server)
+    token = watch_token(client, 0)
+    stored = redis.Redis.from_url(server.settings.redis_url or "").get(
+        keys.match_key(client.match_id)
+    )
+    assert isinstance(stored, bytes)
+    assert token.encode() not in stored
+    assert base64.urlsafe_b64decode(token + "=") not in stored
+    assert auth.token_hash(token) in stored
+
+
+def test_a_match_from_before_watch_tokens_plays_on_and_says_it_has_none(
+    server: ServerThread,
+) -> None:
+    client = new_match(server, seed=4)
+    direct = redis.Redis.from_url(server.settings.redis_url or "")
+    key = keys.match_key(client.match_id)
+    stored = direct.get(key)
+    assert isinstance(stored, bytes)
+    old = encode_record(replace(decode_record(client.match_id, stored), watch_hashes=()))
+    direct.set(key, old)  # the record as the previous server version wrote it
+    r = Rejection.of(rpc_error(lambda: watch_token(client, 0)))
+    assert (r.code, r.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WATCH_TOKENS_UNSUPPORTED")
+    assert r.metadata == {"match_id": client.match_id}
+    play_match(client, random.Random(1), stop=lambda v: v.version >= 3)
+    assert client.view(1).version == 3
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_a_seat_view_is_never_marked_spectator(any_server: ServerThread, seat: int) -> None:
+    client = new_match(any_server)
+    view = client.view(seat)
+    assert not view.spectator
+    assert [to_card(c) for c in view.hand]
+
+
+def test_a_spectator_never_sees_the_bottom_card_only_the_dealer_sees(
+    any_server: ServerThread,
+) -> None:
+    stub = MatchClient.create(any_server.channel)[0].stub
+    created = stub.CreateMatch(
+        pb.CreateMatchRequest(rules="egyptian", seed=1, request_id=str(uuid.uuid4())), timeout=10
+    )
+    client = MatchClient(stub, created.match_id, {t.seat: t.token for t in created.seat_tokens})
+    views = [client.view(seat) for seat in (0, 1)]
+    # Seed 1: seat 0 deals, so its view (the one a spectator's is built from) has the card.
+    assert [v.HasField("bottom_card") for v in views] == [True, False]
+    spectator = bearer(watch_token(client, 0))
+    view = stub.GetMatch(pb.GetMatchRequest(match_id=client.match_id), metadata=spectator).view
+    assert view.spectator
+    assert not view.HasField("bottom_card")
+    assert not view.hand

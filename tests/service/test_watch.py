@@ -1,0 +1,263 @@
+"""WatchMatch as it runs in production: the shipped settings, many streams, one shared reader."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import pytest
+import redis
+
+from basra.client.match import MatchClient, to_card
+from basra.engine import new_match as engine_new_match
+from basra.engine.bots import random_play
+from basra.service.config import Settings, from_args
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import game_pb2
+from tests.load.watchers import Crowd, redis_connections
+from tests.service.conftest import new_match
+from tests.service.driver import audit_states, play_match
+from tests.support import RedisProcess, ServerThread
+
+CONFIG_ENV = Path(__file__).parents[2] / "deploy/kustomize/base/config.env"
+
+
+def shipped_settings(redis_url: str) -> Settings:
+    """The settings of deploy/kustomize/base/config.env, on this Redis, with creation open to
+    the tests (seeds, no creation rate limit) and no metrics port."""
+    environ = {}
+    for line in CONFIG_ENV.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            environ[name] = value
+    environ["REDIS_URL"] = redis_url  # a Secret in deploy/, not in config.env
+    settings = from_args(argparse.Namespace(), environ)
+    return replace(
+        settings,
+        redis_url=redis_url,
+        allow_seeds=True,
+        metrics_port=None,
+        create_rate=100_000.0,
+        create_burst=100_000,
+        caller_create_rate=100_000.0,
+        caller_create_burst=100_000,
+    )
+
+
+@pytest.fixture
+def shipped(redis_url: str) -> Iterator[ServerThread]:
+    server = ServerThread(shipped_settings(redis_url))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def crowd(shipped: ServerThread) -> Iterator[Crowd]:
+    crowd = Crowd(shipped.target)
+    yield crowd
+    crowd.close()
+
+
+def test_a_stream_idle_longer_than_the_store_timeout_still_gets_the_next_play(
+    shipped: ServerThread,
+) -> None:
+    """Issue 9: with the shipped settings every stream ended UNAVAILABLE after 2 s without an
+    event (the blocking read's socket timeout was shorter than its XREAD BLOCK)."""
+    client = new_match(shipped, seed=5)
+    stream = client.stub.WatchMatch(
+        pb.WatchMatchRequest(match_id=client.match_id, after_version=1),
+        metadata=client.metadata(0),
+    )
+    # The scenario is a player thinking for longer than the store deadline: time must pass.
+    time.sleep(shipped.settings.store_timeout_s * 1.5)
+    play = random_play(engine_new_match(5)[0], random.Random(5))
+    client.play(play.seat, play.card, play.plan or 0)
+    event = next(iter(stream)).event
+    assert event.version == 2
+    assert event.HasField("card_played")
+    stream.cancel()  # type: ignore[no-untyped-call]  # a grpc call as well as an iterator
+
+
+def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
+    shipped: ServerThread, crowd: Crowd, redis_url: str
+) -> None:
+    """Issue 9: each waiting stream held a Redis connection of its own (stream 101 failed with
+    STORE_UNAVAILABLE). 1,000 streams (500 matches x 2 seats) now cost one shared reader."""
+    direct = redis.Redis.from_url(redis_url)
+    crowd.create(500)
+    crowd.watch()
+    metrics = shipped.server.metrics
+    crowd.wait(
+        lambda: metrics.watch_streams._value.get() == 1000 or bool(crowd.failed()),
+        what="1000 streams open",
+    )
+    assert [s.error for s in crowd.failed()][:3] == []
+    crowd.wait(lambda: metrics.watch_matches._value.get() == 500, what="500 matches followed")
+    bound = shipped.settings.redis_pool_size + 2
+    assert redis_connections(direct) <= bound
+    crowd.play_everywhere()
+    crowd.wait(lambda: len(crowd.got(2)) + len(crowd.failed()) == 1000, what="every stream")
+    assert [s.error for s in crowd.failed()][:3] == []
+    assert len(crowd.got(2)) == 1000
+    assert redis_connections(direct) <= bound
+    crowd.leave()
+    crowd.wait(lambda: metrics.watch_streams._value.get() == 0, what="streams released")
+    crowd.wait(lambda: metrics.watch_matches._value.get() == 0, what="matches unfollowed")
+    crowd.wait(lambda: shard_channels(direct) == 0, what="shard channels unsubscribed")
+    direct.close()
+
+
+class Collector:
+    """Reads one WatchMatch stream in a thread of its own."""
+
+    def __init__(
+        self, client: MatchClient, seat: int, after_version: int, token: str | None = None
+    ) -> None:
+        self.events: list[game_pb2.MatchEvent] = []
+        self.error: grpc.StatusCode | None = None
+        self.ended = False
+        self.call = client.stub.WatchMatch(
+            pb.WatchMatchRequest(match_id=client.match_id, after_version=after_version),
+            metadata=(("authorization", f"Bearer {token}"),) if token else client.metadata(seat),
+        )
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for response in self.call:
+                self.events.append(response.event)
+            self.ended = True
+        except grpc.RpcError as error:
+            self.error = error.code()
+
+    def has(self, version: int) -> bool:
+        assert self.error is None, self.error
+        return any(e.version >= version for e in self.events)
+
+    def close(self) -> None:
+        self.call.cancel()  # type: ignore[no-untyped-call]  # a grpc call as well as an iterator
+        self.thread.join(timeout=10)
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"not reached in {timeout} s: {what}"
+        time.sleep(0.02)
+
+
+def replay(client: MatchClient, seat: int, after: int, last: int) -> list[game_pb2.MatchEvent]:
+    """The events a new stream reads from the store, after ``after`` up to ``last``."""
+    events = []
+    for event in client.watch(seat, after, timeout=10):
+        events.append(event)
+        if event.version == last and event.version_complete:
+            break
+    return events
+
+
+def test_live_streams_equal_a_replay_and_give_each_seat_only_its_own_deals(
+    server: ServerThread, redis_url: str
+) -> None:
+    client = new_match(server, seed=8)
+    streams = {seat: Collector(client, seat, 1) for seat in (0, 1)}
+    watch_token = client.stub.CreateWatchToken(
+        pb.CreateWatchTokenRequest(match_id=client.match_id), metadata=client.metadata(0)
+    ).watch_token
+    spectator = Collector(client, 0, 1, token=watch_token)
+    try:
+        play_match(
+            client, random.Random(2), stop=lambda v: v.hand_number == 2 and v.plays_left < 40
+        )
+        last = client.view(0).version
+        for seat, stream in streams.items():
+            wait_for(functools.partial(stream.has, last), f"seat {seat} reaches version {last}")
+        states = audit_states(redis.Redis.from_url(redis_url), client.match_id)
+        for seat, stream in streams.items():
+            live = [e for e in stream.events if e.version <= last]
+            assert live == replay(client, seat, 1, last)
+            assert [e.version for e in live if e.version_complete] == list(range(2, last + 1))
+            deals = 0
+            for event in live:
+                kind = event.WhichOneof("event")
+                if kind in ("hand_started", "cards_dealt"):
+                    hand = list(states[event.version].hands[seat])
+                    assert [to_card(c) for c in getattr(event, kind).your_cards] == hand
+                    deals += 1
+            assert deals == 7  # hand 1: five more deals; hand 2 (9 plays in): its first two
+        wait_for(functools.partial(spectator.has, last), "the spectator reaches the end")
+        public = [e for e in spectator.events if e.version <= last]
+        for seat_event, spectator_event in zip(streams[0].events, public, strict=False):
+            kind = seat_event.WhichOneof("event")
+            if kind in ("hand_started", "cards_dealt"):
+                getattr(seat_event, kind).ClearField("your_cards")
+            assert spectator_event == seat_event  # the seat's events without its cards
+        assert len(public) == len([e for e in streams[0].events if e.version <= last])
+    finally:
+        spectator.close()
+        for stream in streams.values():
+            stream.close()
+
+
+def test_a_stream_resumes_exactly_after_its_version_and_ends_after_the_match_ends(
+    any_server: ServerThread,
+) -> None:
+    client = new_match(any_server, seed=3)
+    play_match(client, random.Random(3), stop=lambda v: v.version >= 20)
+    stream = Collector(client, 1, 17)
+    play_match(client, random.Random(4))
+    wait_for(lambda: stream.ended or stream.error is not None, "the stream ends by itself")
+    assert stream.error is None
+    last = client.view(0).version
+    versions = [e.version for e in stream.events if e.version_complete]
+    assert versions == list(range(18, last + 1))
+    assert stream.events[-1].HasField("match_ended")
+    assert stream.events == replay(client, 1, 17, last)
+
+
+def test_streams_lose_and_repeat_nothing_across_a_redis_restart(
+    start_server: Callable[..., ServerThread], aof_redis: RedisProcess
+) -> None:
+    server = start_server(redis_url=aof_redis.url, store_timeout_s=0.5)
+    client = new_match(server, seed=9)
+    streams = [Collector(client, seat, 1) for seat in (0, 1)]
+    try:
+        play_match(client, random.Random(5), stop=lambda v: v.version >= 6)
+        for stream in streams:
+            wait_for(functools.partial(stream.has, 6), "version 6 streamed")
+        aof_redis.stop()
+        aof_redis.start()  # same port; AOF replays the match
+        # Plays right away: some commits may come before the reader has subscribed again,
+        # and their wake-ups are lost; reading again after the reconnection finds them.
+        wait_for(lambda: _can_read(client), "Redis answers again")
+        play_match(client, random.Random(6), stop=lambda v: v.version >= 14)
+        for stream in streams:
+            wait_for(functools.partial(stream.has, 14), "version 14 streamed")
+        for seat, stream in enumerate(streams):
+            live = [e for e in stream.events if e.version <= 14]
+            assert live == replay(client, seat, 1, 14)
+        assert server.server.metrics.watch_reconnects._value.get() >= 1
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def _can_read(client: MatchClient) -> bool:
+    try:
+        client.view(0)
+    except grpc.RpcError:
+        return False
+    return True
+
+
+def shard_channels(client: redis.Redis) -> int:
+    channels = client.execute_command("PUBSUB", "SHARDCHANNELS")  # type: ignore[no-untyped-call]
+    return len(channels)

@@ -1,0 +1,199 @@
+"""The web table (web/) in a real browser: Debian's Chromium driven by playwright-core.
+
+Each test starts ``basra-engine serve`` as a person runs it (its own process, free ports, the
+session's real redis-server, the built table at / on the HTTP port) and runs one scenario of
+web/e2e/ with Node. A scenario can ask this side to act on the service (``REQUEST restart``);
+it fails with the browser's own assertion message. Chromium, the npm packages and the built
+table are prerequisites that ``make test`` sets up; when one is missing the tests fail (never
+skip) and say so. Screenshots go to the test's temporary directory; ``make screenshot``
+rewrites web/screenshot.png, the one the README shows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from tests.support import free_port
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+WEB: Final = ROOT / "web"
+DIST: Final = WEB / "dist"
+TSX: Final = WEB / "node_modules" / "tsx"
+CHROMIUM: Final = shutil.which("chromium") or "/usr/bin/chromium"
+NODE: Final = shutil.which("node") or "node"
+SERVE: Final = shutil.which("basra-engine", path=str(Path(sys.executable).parent)) or "basra-engine"
+# Bounds on waiting (a scenario that hangs fails instead of blocking the suite); never asserted.
+SCENARIO_LIMIT_S: Final = 600
+START_LIMIT_S: Final = 30
+SETUP: Final = "run `make test` (or `make web chromium`), which builds web/dist and installs them"
+
+
+def prerequisites() -> None:
+    missing = []
+    if not Path(CHROMIUM).exists():
+        missing.append("Chromium (Debian's chromium package)")
+    if shutil.which(NODE) is None:
+        missing.append("Node.js")
+    if not TSX.exists():
+        missing.append("the npm packages of web/")
+    if not (DIST / "index.html").exists() or not (DIST / "app.js").exists():
+        missing.append("the built table (web/dist)")
+    if missing:
+        pytest.fail(f"The browser tests cannot run: missing {', '.join(missing)}; {SETUP}.")
+
+
+class Service:
+    """``basra-engine serve`` in its own process on fixed free ports, so that it can be
+    restarted where the pages expect it."""
+
+    def __init__(self, redis_url: str, log: Path) -> None:
+        self.grpc_port = free_port()
+        self.http_port = free_port()
+        self.redis_url = redis_url
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def start(self) -> None:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    SERVE,
+                    "serve",
+                    "--listen",
+                    f"127.0.0.1:{self.grpc_port}",
+                    "--http-listen",
+                    f"127.0.0.1:{self.http_port}",
+                    "--redis-url",
+                    self.redis_url,
+                    "--metrics-port",
+                    "off",
+                    "--web-root",
+                    str(DIST),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + START_LIMIT_S
+        while not self._healthy():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"basra-engine serve did not become healthy:\n{self.log.read_text()}")
+            time.sleep(0.05)
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=START_LIMIT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
+    prerequisites()
+    served = Service(redis_url, tmp_path / "serve.log")
+    served.start()
+    yield served
+    served.stop()
+
+
+def scenario(name: str, service: Service, screenshots: Path, **env: str) -> str:
+    """Runs web/e2e/<name>.ts against the service and returns its output; fails with it."""
+    output = []
+    with subprocess.Popen(
+        # One process (node loading tsx), so that the scenario itself reads our stdin.
+        [NODE, "--import", "tsx", f"e2e/{name}.ts"],
+        cwd=WEB,
+        env={
+            **os.environ,
+            "BASE_URL": service.url,
+            "CHROMIUM": CHROMIUM,
+            "SCREENSHOTS": str(screenshots),
+            **env,
+        },
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        watchdog = threading.Timer(SCENARIO_LIMIT_S, process.kill)
+        watchdog.start()
+        for line in process.stdout:
+            output.append(line)
+            if line.startswith("REQUEST "):
+                request = line.removeprefix("REQUEST ").strip()
+                assert request == "restart", f"unknown request {request!r}"
+                service.restart()
+                process.stdin.write(f"DONE {request}\n")
+                process.stdin.close()
+        code = process.wait()
+        watchdog.cancel()
+    text = "".join(output)
+    server_log = service.log.read_text()
+    assert code == 0, f"scenario {name} failed:\n{text}\n--- server log ---\n{server_log}"
+    return text
+
+
+def test_two_people_play_a_whole_match_and_never_see_each_others_cards(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("two-seats", service, tmp_path)
+    assert "played" in output
+    assert (tmp_path / "two-seats-mid-hand.png").stat().st_size > 0
+    assert (tmp_path / "two-seats-result.png").stat().st_size > 0
+
+
+def test_a_reload_mid_hand_resumes_the_table_against_the_bot(
+    service: Service, tmp_path: Path
+) -> None:
+    # `make screenshot` sets README_SCREENSHOT to web/screenshot.png.
+    readme = os.environ.get("README_SCREENSHOT", str(tmp_path / "bot-plans.png"))
+    output = scenario("reload", service, tmp_path, README_SCREENSHOT=readme)
+    assert "resumed at version" in output
+    assert Path(readme).stat().st_size > 0
+
+
+def test_a_server_restart_mid_hand_loses_and_doubles_nothing(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("restart", service, tmp_path)
+    assert "REQUEST restart" in output
+    assert "the match went on" in output
+
+
+def test_the_table_speaks_arabic_and_persian_right_to_left(
+    service: Service, tmp_path: Path
+) -> None:
+    scenario("arabic", service, tmp_path)
+    assert (tmp_path / "arabic-360px.png").stat().st_size > 0

@@ -1,0 +1,108 @@
+// Against the bot: play by keyboard, reload mid-hand, and go on where the table was. The bot is
+// the page itself playing the other seat; its plays reach this seat through WatchMatch, so a
+// bot's reply after the reload also proves the stream was resumed.
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { BASE_URL, launch, playFirst, player, screenshot, seen, waitPast } from "./table.js";
+
+const browser = await launch();
+try {
+  const me = await player(browser);
+  const page = me.page;
+  await page.goto(BASE_URL);
+  await page.click("#play-bot");
+  await page.locator("#app[data-version]").waitFor();
+
+  // A few plays, the first one by keyboard only: Tab to a card, Enter, Enter on its first choice.
+  for (let move = 0; move < 3; move++) {
+    const before = await myTurn(page);
+    if (move === 0) await playByKeyboard(page);
+    else await playFirst(page);
+    await waitPast(page, before.version);
+  }
+
+  await showAPlan(page);
+  const before = await seen(page);
+  await screenshot(page, "bot-plans", process.env["README_SCREENSHOT"]);
+  await page.reload();
+  const after = await myTurn(page);
+  assert.equal(after.version, before.version, "the same version after the reload");
+  assert.deepEqual(after.hand, before.hand, "the same hand");
+  assert.deepEqual(after.floor, before.floor, "the same floor");
+  assert.equal(after.opponentBacks, before.opponentBacks);
+
+  // The table goes on: my play, then the bot's answer through the resumed stream.
+  await playFirst(page);
+  const next = await myTurn(page, after.version + 1);
+  assert.ok(next.version >= after.version + 2, "my play and the bot's");
+  assert.match(await page.locator("#log").innerText(), /opponent/i, "the bot's play in the log");
+
+  // A typed rejection reads as a sentence: a link with a forged token for this match.
+  const { matchId } = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}").me);
+  const forged = await me.context.newPage();
+  await forged.goto(`${BASE_URL}/#match=${matchId}&seat=1&token=forged-token`);
+  await forged.locator("#play-bot").waitFor();
+  assert.equal(await forged.locator("#alert").innerText(), "This seat's key does not belong to the match.");
+  assert.deepEqual(me.errors, []);
+  console.log(`resumed at version ${after.version}, went on to ${next.version}`);
+} finally {
+  await browser.close();
+}
+
+/** Waits until it is my turn (the bot has answered) past `version`. */
+async function myTurn(page: Page, version = -1) {
+  await page.waitForFunction(
+    (v) => {
+      const app = document.getElementById("app");
+      return app?.dataset["turn"] === "you" && Number(app.dataset["version"]) > v && document.querySelector("#hand button:not([disabled])") !== null;
+    },
+    version,
+  );
+  return seen(page);
+}
+
+async function playByKeyboard(page: Page): Promise<void> {
+  const cards = page.locator("#hand button");
+  const first = cards.first();
+  // Tab through the page until the first card of the hand has the focus.
+  for (let presses = 0; presses < 40; presses++) {
+    await page.keyboard.press("Tab");
+    if (await first.evaluate((element) => element === document.activeElement)) break;
+  }
+  // The arrow key moves along the hand: the second card of the first deal's four.
+  await page.keyboard.press("ArrowRight");
+  const second = cards.nth(1);
+  assert.ok(await second.evaluate((element) => element === document.activeElement), "ArrowRight moves to the next card");
+  const code = (await second.getAttribute("data-card")) ?? "";
+  await page.keyboard.press("Enter");
+  // The focus moves to the card's first choice; Escape goes back to the card, Enter again.
+  await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
+  assert.equal(await page.locator(`#hand [data-card="${code}"]`).getAttribute("aria-pressed"), "true");
+  await page.keyboard.press("Escape");
+  await page.waitForFunction((c) => (document.activeElement as HTMLElement | null)?.dataset["card"] === c, code);
+  assert.equal(await page.locator("#plans").count(), 0);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
+  const before = (await seen(page)).version;
+  await page.keyboard.press("Enter");
+  const after = await waitPast(page, before);
+  assert.ok(!after.hand.includes(code), `${code} was played`);
+}
+
+/** Chooses a card that can capture, so that its plans show and the floor cards it would take
+ * are marked; while no card of the hand can, plays on (a few moves at most). */
+async function showAPlan(page: Page): Promise<void> {
+  for (let move = 0; move < 8; move++) {
+    for (const card of await page.locator("#hand button").all()) {
+      await card.click();
+      const plan = page.locator("#plans button[data-plan]").first();
+      if ((await plan.count()) > 0) {
+        await plan.hover();
+        return;
+      }
+    }
+    const { version } = await seen(page);
+    await page.locator("#plans #trail").click();
+    await myTurn(page, version + 1);
+  }
+}

@@ -1,0 +1,40 @@
+// A server restart in the middle of a hand between two people: both pages lose their stream
+// (and any call in flight), reconnect on their own, resume WatchMatch after the last complete
+// version, and the match goes on from where it was: nothing lost, nothing played twice.
+import assert from "node:assert/strict";
+import { ask, BASE_URL, launch, playFirst, player, seen, waitAt, waitPast } from "./table.js";
+
+const browser = await launch();
+try {
+  const a = await player(browser);
+  const b = await player(browser);
+  await a.page.goto(BASE_URL);
+  await a.page.click("#play-friend");
+  await b.page.goto(await a.page.locator("#invite-link").inputValue());
+  let version = (await b.page.locator("#app[data-version]").waitFor(), await seen(a.page)).version;
+  for (let move = 0; move < 2; move++) {
+    const mover = (await waitAt(a.page, version)).turn === "you" ? a : b;
+    await playFirst(mover.page);
+    version = (await waitPast(mover.page, version)).version;
+  }
+  const beforeA = await waitAt(a.page, version);
+  await waitAt(b.page, version);
+
+  await ask("restart");
+
+  // Whoever's turn it is plays on the restarted server; the other page sees it arrive.
+  const mover = beforeA.turn === "you" ? a : b;
+  const watcher = mover === a ? b : a;
+  const played = await playFirst(mover.page);
+  const afterMover = await waitPast(mover.page, version);
+  const afterWatcher = await waitAt(watcher.page, afterMover.version);
+  assert.equal(afterMover.version, version + 1, "one play, played once");
+  assert.ok(!afterMover.hand.includes(played));
+  assert.equal(afterWatcher.opponentBacks, afterMover.hand.length);
+  assert.deepEqual(afterWatcher.floor, afterMover.floor);
+  assert.equal(await watcher.page.locator("#alert").innerText(), "", "reconnected: no message left");
+  assert.deepEqual([...a.errors, ...b.errors], []);
+  console.log(`restart at version ${version}: the match went on to ${afterMover.version}`);
+} finally {
+  await browser.close();
+}

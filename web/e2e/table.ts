@@ -1,0 +1,137 @@
+// Helpers of the browser tests: Debian's Chromium driven by playwright-core (no browser is ever
+// downloaded), and what a test reads of the table. The tests run from pytest
+// (tests/web/test_table.py), which starts the service and passes its address in BASE_URL.
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+
+export const BASE_URL = process.env["BASE_URL"] ?? "http://127.0.0.1:8080";
+const CHROMIUM = process.env["CHROMIUM"] ?? "/usr/bin/chromium";
+const SCREENSHOTS = process.env["SCREENSHOTS"];
+/** How long one expected change of the page may take before the test fails (not a timing
+ * assertion: a bound on waiting for a condition). */
+export const PATIENCE_MS = 30_000;
+
+export async function launch(): Promise<Browser> {
+  // --no-sandbox: the tests may run as root (CI), where Chromium's sandbox cannot start.
+  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"], headless: true });
+}
+
+/** A player's browser: its own context (its own sessionStorage), language and screen size. */
+export interface Player {
+  readonly context: BrowserContext;
+  readonly page: Page;
+  /** Uncaught errors of the page's script: a test ends by checking there were none. */
+  readonly errors: string[];
+}
+
+export async function player(browser: Browser, locale = "en-US", width = 800): Promise<Player> {
+  const context = await browser.newContext({ locale, viewport: { width, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(PATIENCE_MS);
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  page.on("console", (message) => {
+    if (message.type() === "error") console.log(`[browser ${locale}] ${message.text()}`);
+  });
+  return { context, page, errors };
+}
+
+export async function screenshot(page: Page, name: string, path?: string): Promise<void> {
+  const target = path ?? (SCREENSHOTS ? join(SCREENSHOTS, `${name}.png`) : undefined);
+  if (!target) return;
+  if (!path && SCREENSHOTS) mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: target, fullPage: true });
+  console.log(`screenshot ${target}`);
+}
+
+/** What one seat's page shows, read from the DOM. */
+export interface Seen {
+  readonly version: number;
+  readonly turn: string;
+  readonly status: string;
+  /** data-card of the hand's cards. */
+  readonly hand: string[];
+  readonly floor: string[];
+  /** data-card of every element of the whole document. */
+  readonly everyCard: string[];
+  readonly opponentBacks: number;
+  readonly text: string;
+}
+
+export async function seen(page: Page): Promise<Seen> {
+  // No named helpers inside evaluate: tsx would wrap them in a __name() the page lacks.
+  return page.evaluate(() => ({
+    version: Number(document.getElementById("app")?.dataset["version"] ?? -1),
+    turn: document.getElementById("app")?.dataset["turn"] ?? "",
+    status: document.getElementById("app")?.dataset["status"] ?? "",
+    hand: Array.from(document.querySelectorAll<HTMLElement>("#hand [data-card]"), (e) => e.dataset["card"] ?? ""),
+    floor: Array.from(document.querySelectorAll<HTMLElement>("#floor [data-card]"), (e) => e.dataset["card"] ?? ""),
+    everyCard: Array.from(document.querySelectorAll<HTMLElement>("[data-card]"), (e) => e.dataset["card"] ?? ""),
+    opponentBacks: document.querySelectorAll(".opponent .card.back").length,
+    text: document.body.innerText,
+  }));
+}
+
+/** Waits until the page shows a version after `version` and is not busy with a move. */
+export async function waitPast(page: Page, version: number): Promise<Seen> {
+  await page.waitForFunction((v) => Number(document.getElementById("app")?.dataset["version"] ?? -1) > v, version);
+  return seen(page);
+}
+
+/** Waits until the page shows exactly `version`. */
+export async function waitAt(page: Page, version: number): Promise<Seen> {
+  await page.waitForFunction((v) => Number(document.getElementById("app")?.dataset["version"] ?? -1) === v, version);
+  return seen(page);
+}
+
+/** Picks a card and its first choice (a plan, or laying it on the floor), by mouse. Returns the
+ * card played. The floor cards the choice takes must be highlighted before the click. */
+export async function playFirst(page: Page): Promise<string> {
+  const card = page.locator("#hand button:not([disabled])").first();
+  const code = (await card.getAttribute("data-card")) ?? "";
+  await card.click();
+  const choice = page.locator("#plans button[data-plan], #plans #trail").first();
+  await choice.waitFor();
+  assert.equal(await page.locator(`#hand [data-card="${code}"]`).getAttribute("aria-pressed"), "true");
+  const takes = (await choice.getAttribute("data-takes"))?.split(" ").filter(Boolean) ?? [];
+  await choice.hover();
+  for (const taken of takes) {
+    assert.match((await page.locator(`#floor [data-card="${taken}"]`).getAttribute("class")) ?? "", /\btaking\b/, `${taken} highlighted`);
+  }
+  await choice.click();
+  return code;
+}
+
+/** The page's language and direction. */
+export async function direction(page: Page): Promise<{ lang: string; dir: string; computed: string }> {
+  return page.evaluate(() => ({
+    lang: document.documentElement.lang,
+    dir: document.documentElement.dir,
+    computed: getComputedStyle(document.getElementById("app")!).direction,
+  }));
+}
+
+/** Whether the page fits its viewport's width (no sideways scrolling). */
+export async function fitsWidth(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+}
+
+/** Asks the test (pytest) to do something to the service, and waits until it is done. */
+export async function ask(request: string): Promise<void> {
+  console.log(`REQUEST ${request}`);
+  const line = await new Promise<string>((resolve) => {
+    process.stdin.once("data", (data) => {
+      // Reading keeps stdin open, and with it the process: done with it.
+      process.stdin.destroy();
+      resolve(String(data).trim());
+    });
+  });
+  assert.equal(line, `DONE ${request}`);
+}
+
+export function disjoint(a: readonly string[], b: readonly string[]): string[] {
+  const other = new Set(b);
+  return a.filter((code) => other.has(code));
+}

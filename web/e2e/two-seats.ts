@@ -1,0 +1,79 @@
+// Two people, two browsers: seat 0 starts a match against a friend, seat 1 joins from the
+// invitation link, and they play the whole match by mouse. At every step both pages must agree
+// on the table, and neither page may ever hold a card of the other seat's hand.
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { BASE_URL, disjoint, launch, playFirst, player, screenshot, seen, waitAt, waitPast, type Player, type Seen } from "./table.js";
+
+const browser = await launch();
+try {
+  const a = await player(browser);
+  const b = await player(browser);
+  await a.page.goto(BASE_URL);
+  await a.page.click("#play-friend");
+  const link = await a.page.locator("#invite-link").inputValue();
+  const url = new URL(link);
+  // The seat token travels in the fragment only: never in the path or the query.
+  assert.equal(url.search, "");
+  assert.match(url.hash, /^#match=[^&]+&seat=1&token=[^&]+$/);
+  await b.page.goto(link);
+  await b.page.locator("#app[data-version]").waitFor();
+  assert.equal(new URL(b.page.url()).hash, "", "the page erases the token from the address bar");
+
+  let version = (await seen(a.page)).version;
+  await waitAt(b.page, version);
+  let plays = 0;
+  let hands = 0;
+  let actor: Player;
+  for (;;) {
+    const [sa, sb] = [await waitAt(a.page, version), await waitAt(b.page, version)];
+    check(sa, sb);
+    if (sa.status === "match-over") break;
+    if (sa.status === "hand-over") {
+      hands += 1;
+      // Both see the same score sheet; either player may deal the next hand.
+      // Each page lists its own seat first (the sheet shows once Score has answered).
+      await a.page.locator("#sheet table").waitFor();
+      await b.page.locator("#sheet table").waitFor();
+      const [sheetA, sheetB] = [await sheet(a.page), await sheet(b.page)];
+      assert.deepEqual(sheetA, sheetB.map(([mine, theirs]) => [theirs, mine]));
+      if (hands === 1) await screenshot(a.page, "two-seats-score-sheet");
+      actor = hands % 2 ? b : a;
+      await actor.page.click("#next-hand");
+    } else {
+      actor = sa.turn === "you" ? a : b;
+      if (plays === 5) await screenshot(actor.page, "two-seats-mid-hand");
+      await playFirst(actor.page);
+      plays += 1;
+    }
+    version = (await waitPast(actor.page, version)).version;
+  }
+  const [ra, rb] = [await a.page.locator("#result").innerText(), await b.page.locator("#result").innerText()];
+  assert.ok(/^You won/.test(ra) !== /^You won/.test(rb), `exactly one winner: ${ra} / ${rb}`);
+  await screenshot(a.page, "two-seats-result");
+  // A new match starts from the lobby, the finished seat forgotten.
+  await a.page.click("#new-match");
+  await a.page.locator("#play-bot").waitFor();
+  assert.equal(await a.page.evaluate(() => sessionStorage.getItem("basra.table")), null);
+  assert.deepEqual([...a.errors, ...b.errors], []);
+  console.log(`played ${plays} cards over ${hands} hands: ${ra}`);
+} finally {
+  await browser.close();
+}
+
+/** What both pages must agree on, and the privacy of each hand. */
+function check(a: Seen, b: Seen): void {
+  assert.deepEqual(disjoint(a.everyCard, b.hand), [], "seat 0's page holds none of seat 1's cards");
+  assert.deepEqual(disjoint(b.everyCard, a.hand), [], "seat 1's page holds none of seat 0's cards");
+  assert.deepEqual(a.floor, b.floor, "one floor");
+  assert.equal(a.opponentBacks, b.hand.length);
+  assert.equal(b.opponentBacks, a.hand.length);
+  assert.equal(a.status, b.status);
+  if (a.status === "playing") assert.deepEqual([a.turn, b.turn].sort(), ["opponent", "you"]);
+}
+
+/** The score sheet's rows: [this seat's value, the opponent's]. */
+async function sheet(page: Page): Promise<string[][]> {
+  return page.locator("#sheet tbody tr").evaluateAll((rows) =>
+    rows.map((row) => [...row.querySelectorAll("td")].map((cell) => cell.textContent ?? "")));
+}

@@ -1,0 +1,441 @@
+// The table's words in English, Arabic and Persian.
+//
+// Every sentence is one whole message with named placeholders ("{card}", "{count}"), so that a
+// translator can order the words as the language needs; the code never glues translated pieces
+// together. Counted nouns are plural messages chosen by Intl.PluralRules (Arabic has six forms),
+// numbers are written by Intl.NumberFormat (Arabic-Indic digits in Arabic, Persian digits in
+// Persian), and lists of cards are joined by Intl.ListFormat.
+import { Rank, Suit, type Card } from "../gen/basra/v1/game_pb";
+
+export type Language = "en" | "ar" | "fa";
+export const LANGUAGES: readonly Language[] = ["en", "ar", "fa"];
+
+/** A counted message: one text per plural category of the language, "other" always present. */
+type Plural = { readonly [category in Intl.LDMLPluralRule]?: string } & { readonly other: string };
+type Message = string | Plural;
+
+const en = {
+  languageName: "English",
+  language: "Language",
+  title: "Basra",
+  intro: "Play Basra against the bot, or invite a friend with a link.",
+  playBot: "Play the bot",
+  playFriend: "Play a friend",
+  botNote: "The bot is this page playing the other seat with a simple rule: take the most cards, else lay the lowest card.",
+  inviteLabel: "Send this link to your opponent: it seats them at your table. Whoever has it plays your opponent's cards.",
+  copyLink: "Copy the link",
+  linkCopied: "Link copied",
+  leave: "Leave the table",
+  you: "You",
+  opponent: "Opponent",
+  bot: "Bot",
+  handAndDeal: "Hand {hand}, deal {deal} of {deals}",
+  stock: { one: "{count} card in the stock", other: "{count} cards in the stock" },
+  cardsHeld: { one: "{count} card in hand", other: "{count} cards in hand" },
+  captured: { one: "{count} card captured", other: "{count} cards captured" },
+  yourTurn: "Your turn: choose a card.",
+  opponentTurn: "Waiting for your opponent to play.",
+  botTurn: "The bot is playing.",
+  floor: "Floor",
+  emptyFloor: "The floor is empty.",
+  yourHand: "Your hand",
+  opponentHand: "Your opponent's hand",
+  scores: "Scores",
+  points: { one: "{count} point", other: "{count} points" },
+  carry: "Carried over: {carry}",
+  target: "First to {target} wins",
+  choosePlan: "What should {card} take?",
+  plan: "Take {cards}",
+  planBasra: "Take {cards}: basra!",
+  planSweep: "Sweep the floor: {cards}",
+  trail: "Lay {card} on the floor",
+  cancel: "Choose another card",
+  youTrailed: "You laid {card} on the floor.",
+  youTook: "You took {cards} with {card}.",
+  youBasra: "Basra! You took {cards} with {card}.",
+  opponentTrailed: "Your opponent laid {card} on the floor.",
+  opponentTook: "Your opponent took {cards} with {card}.",
+  opponentBasra: "Basra for your opponent: {cards} taken with {card}.",
+  handStarted: "Hand {hand} is dealt.",
+  cardsDealt: { one: "{count} new card each.", other: "{count} new cards each." },
+  youCollect: "You take what is left on the floor.",
+  opponentCollects: "Your opponent takes what is left on the floor.",
+  nobodyCollects: "Nobody captured in this hand: what is left on the floor goes to no one.",
+  handScored: "Hand {hand} is scored.",
+  log: "What happened",
+  sheet: "Score sheet of hand {hand}",
+  sheetCards: "Cards",
+  sheetMajority: "Majority (27 cards or more)",
+  sheetCarry: "Carry",
+  sheetSpecials: "Special cards",
+  sheetBasras: "Basra points (10 each)",
+  sheetHand: "Hand total",
+  sheetMatch: "Match total",
+  nextHand: "Deal the next hand",
+  youWon: "You won the match, {you} to {opponent}.",
+  opponentWon: "Your opponent won the match, {opponent} to {you}.",
+  newMatch: "New match",
+  reconnecting: "Connection lost: reconnecting…",
+  card: "{rank} of {suit}",
+  rank1: "ace",
+  rank2: "two",
+  rank3: "three",
+  rank4: "four",
+  rank5: "five",
+  rank6: "six",
+  rank7: "seven",
+  rank8: "eight",
+  rank9: "nine",
+  rank10: "ten",
+  rank11: "jack",
+  rank12: "queen",
+  rank13: "king",
+  suitC: "clubs",
+  suitD: "diamonds",
+  suitH: "hearts",
+  suitS: "spades",
+  // Errors, by the ErrorInfo reason the service sends (proto/basra/v1/errors.proto).
+  NOT_YOUR_TURN: "It is not your turn.",
+  CARD_NOT_IN_HAND: "That card is not in your hand any more.",
+  PLAN_REQUIRED: "That card can capture in several ways: choose one.",
+  UNKNOWN_PLAN: "That capture is no longer possible: choose again.",
+  CAPTURE_REQUIRED: "That card can capture, so it cannot be laid on the floor.",
+  HAND_IN_PROGRESS: "The hand is still being played.",
+  HAND_OVER: "The hand is over: deal the next one.",
+  MATCH_OVER: "The match is over.",
+  VERSION_MISMATCH: "The table changed meanwhile: look again and choose.",
+  MATCH_NOT_FOUND: "This match does not exist any more.",
+  TOKEN_MISSING: "This seat's key is missing: open your invitation link again.",
+  TOKEN_INVALID: "This seat's key does not belong to the match.",
+  API_KEY_MISSING: "This server only lets its own apps create matches.",
+  API_KEY_INVALID: "This server only lets its own apps create matches.",
+  RATE_LIMITED: { one: "Too many new matches: try again in {count} second.", other: "Too many new matches: try again in {count} seconds." },
+  STORE_UNAVAILABLE: "The server cannot reach its storage: try again soon.",
+  HISTORY_TRIMMED: "Part of the match history is gone: the table was reloaded.",
+  INTERNAL: "The server had a fault: try again.",
+  unreachable: "The server cannot be reached: try again soon.",
+  unknownError: "Something went wrong: {detail}",
+} satisfies Record<string, Message>;
+
+export type MessageId = keyof typeof en;
+type Catalog = Record<MessageId, Message>;
+
+// Egyptian and Levantine players' names for the cards: آص، ولد، بنت، شايب؛ سباتي، ديناري، كبة، بستوني.
+const ar: Catalog = {
+  languageName: "العربية",
+  language: "اللغة",
+  title: "باصرة",
+  intro: "العب باصرة ضد الكمبيوتر، أو ادعُ صديقًا برابط.",
+  playBot: "العب ضد الكمبيوتر",
+  playFriend: "العب مع صديق",
+  botNote: "الكمبيوتر هو هذه الصفحة نفسها تلعب المقعد الآخر بقاعدة بسيطة: تأكل أكثر ورق ممكن، وإلا تنزّل أصغر ورقة.",
+  inviteLabel: "أرسل هذا الرابط إلى خصمك ليجلس إلى طاولتك. من يملك الرابط يلعب بورق خصمك.",
+  copyLink: "انسخ الرابط",
+  linkCopied: "تم نسخ الرابط",
+  leave: "غادر الطاولة",
+  you: "أنت",
+  opponent: "الخصم",
+  bot: "الكمبيوتر",
+  handAndDeal: "اليد {hand}، التوزيعة {deal} من {deals}",
+  stock: {
+    zero: "لا ورق في الرزمة",
+    one: "ورقة واحدة في الرزمة",
+    two: "ورقتان في الرزمة",
+    few: "{count} أوراق في الرزمة",
+    many: "{count} ورقة في الرزمة",
+    other: "{count} ورقة في الرزمة",
+  },
+  cardsHeld: {
+    zero: "لا ورق في اليد",
+    one: "ورقة واحدة في اليد",
+    two: "ورقتان في اليد",
+    few: "{count} أوراق في اليد",
+    many: "{count} ورقة في اليد",
+    other: "{count} ورقة في اليد",
+  },
+  captured: {
+    zero: "لم يأكل شيئًا",
+    one: "أكل ورقة واحدة",
+    two: "أكل ورقتين",
+    few: "أكل {count} أوراق",
+    many: "أكل {count} ورقة",
+    other: "أكل {count} ورقة",
+  },
+  yourTurn: "دورك: اختر ورقة.",
+  opponentTurn: "في انتظار خصمك.",
+  botTurn: "الكمبيوتر يلعب.",
+  floor: "الأرض",
+  emptyFloor: "الأرض فاضية.",
+  yourHand: "ورقك",
+  opponentHand: "ورق الخصم",
+  scores: "النتيجة",
+  points: {
+    zero: "لا نقاط",
+    one: "نقطة واحدة",
+    two: "نقطتان",
+    few: "{count} نقاط",
+    many: "{count} نقطة",
+    other: "{count} نقطة",
+  },
+  carry: "المرحَّل: {carry}",
+  target: "يفوز أول من يبلغ {target}",
+  choosePlan: "ماذا تأكل {card}؟",
+  plan: "كُل {cards}",
+  planBasra: "كُل {cards}: باصرة!",
+  planSweep: "اكنس الأرض: {cards}",
+  trail: "نزّل {card} على الأرض",
+  cancel: "اختر ورقة أخرى",
+  youTrailed: "نزّلت {card} على الأرض.",
+  youTook: "أكلت {cards} بـ{card}.",
+  youBasra: "باصرة! أكلت {cards} بـ{card}.",
+  opponentTrailed: "نزّل خصمك {card} على الأرض.",
+  opponentTook: "أكل خصمك {cards} بـ{card}.",
+  opponentBasra: "باصرة لخصمك: أكل {cards} بـ{card}.",
+  handStarted: "وُزّعت اليد {hand}.",
+  cardsDealt: {
+    zero: "لا ورق جديد.",
+    one: "ورقة جديدة لكل لاعب.",
+    two: "ورقتان جديدتان لكل لاعب.",
+    few: "{count} أوراق جديدة لكل لاعب.",
+    many: "{count} ورقة جديدة لكل لاعب.",
+    other: "{count} ورقة جديدة لكل لاعب.",
+  },
+  youCollect: "الباقي على الأرض لك.",
+  opponentCollects: "الباقي على الأرض لخصمك.",
+  nobodyCollects: "لم يأكل أحد في هذه اليد: الباقي على الأرض لا يذهب لأحد.",
+  handScored: "حُسبت اليد {hand}.",
+  log: "ما حدث",
+  sheet: "حساب اليد {hand}",
+  sheetCards: "الورق",
+  sheetMajority: "الأغلبية (٢٧ ورقة أو أكثر)",
+  sheetCarry: "المرحَّل",
+  sheetSpecials: "الأوراق المميزة",
+  sheetBasras: "نقاط الباصرة (١٠ لكل باصرة)",
+  sheetHand: "مجموع اليد",
+  sheetMatch: "مجموع المباراة",
+  nextHand: "وزّع اليد التالية",
+  youWon: "فزت بالمباراة، {you} مقابل {opponent}.",
+  opponentWon: "فاز خصمك بالمباراة، {opponent} مقابل {you}.",
+  newMatch: "مباراة جديدة",
+  reconnecting: "انقطع الاتصال: جارٍ إعادة الاتصال…",
+  card: "{rank} {suit}",
+  rank1: "آص",
+  rank2: "اثنين",
+  rank3: "ثلاثة",
+  rank4: "أربعة",
+  rank5: "خمسة",
+  rank6: "ستة",
+  rank7: "سبعة",
+  rank8: "ثمانية",
+  rank9: "تسعة",
+  rank10: "عشرة",
+  rank11: "ولد",
+  rank12: "بنت",
+  rank13: "شايب",
+  suitC: "سباتي",
+  suitD: "ديناري",
+  suitH: "كبة",
+  suitS: "بستوني",
+  NOT_YOUR_TURN: "ليس دورك.",
+  CARD_NOT_IN_HAND: "هذه الورقة لم تعد في يدك.",
+  PLAN_REQUIRED: "هذه الورقة تأكل بأكثر من طريقة: اختر واحدة.",
+  UNKNOWN_PLAN: "هذه الأكلة لم تعد ممكنة: اختر من جديد.",
+  CAPTURE_REQUIRED: "هذه الورقة تأكل، فلا يجوز تنزيلها على الأرض.",
+  HAND_IN_PROGRESS: "اليد ما زالت تُلعب.",
+  HAND_OVER: "انتهت اليد: وزّع اليد التالية.",
+  MATCH_OVER: "انتهت المباراة.",
+  VERSION_MISMATCH: "تغيّرت الطاولة في الأثناء: انظر من جديد واختر.",
+  MATCH_NOT_FOUND: "هذه المباراة لم تعد موجودة.",
+  TOKEN_MISSING: "مفتاح مقعدك مفقود: افتح رابط الدعوة من جديد.",
+  TOKEN_INVALID: "مفتاح هذا المقعد لا يخص هذه المباراة.",
+  API_KEY_MISSING: "هذا الخادم لا يسمح بإنشاء المباريات إلا لتطبيقاته.",
+  API_KEY_INVALID: "هذا الخادم لا يسمح بإنشاء المباريات إلا لتطبيقاته.",
+  RATE_LIMITED: {
+    zero: "مباريات جديدة كثيرة: حاول بعد قليل.",
+    one: "مباريات جديدة كثيرة: حاول بعد ثانية واحدة.",
+    two: "مباريات جديدة كثيرة: حاول بعد ثانيتين.",
+    few: "مباريات جديدة كثيرة: حاول بعد {count} ثوانٍ.",
+    many: "مباريات جديدة كثيرة: حاول بعد {count} ثانية.",
+    other: "مباريات جديدة كثيرة: حاول بعد {count} ثانية.",
+  },
+  STORE_UNAVAILABLE: "الخادم لا يصل إلى مخزنه: حاول بعد قليل.",
+  HISTORY_TRIMMED: "ضاع جزء من سجل المباراة: أُعيد تحميل الطاولة.",
+  INTERNAL: "حدث خطأ في الخادم: حاول مرة أخرى.",
+  unreachable: "تعذّر الوصول إلى الخادم: حاول بعد قليل.",
+  unknownError: "حدث خطأ: {detail}",
+};
+
+// Persian names: آس، سرباز، بی‌بی، شاه؛ گشنیز، خشت، دل، پیک. Nouns after numbers stay singular.
+const fa: Catalog = {
+  languageName: "فارسی",
+  language: "زبان",
+  title: "بصره",
+  intro: "بصره بازی کن، با ربات یا با دوستی که با یک پیوند دعوتش می‌کنی.",
+  playBot: "بازی با ربات",
+  playFriend: "بازی با دوست",
+  botNote: "ربات همین صفحه است که صندلی دیگر را با قاعده‌ای ساده بازی می‌کند: بیشترین کارت را برمی‌دارد، وگرنه کوچک‌ترین کارت را زمین می‌گذارد.",
+  inviteLabel: "این پیوند را برای حریفت بفرست تا سر میزت بنشیند. هر کس آن را داشته باشد با کارت‌های حریفت بازی می‌کند.",
+  copyLink: "رونوشت پیوند",
+  linkCopied: "پیوند رونوشت شد",
+  leave: "ترک میز",
+  you: "شما",
+  opponent: "حریف",
+  bot: "ربات",
+  handAndDeal: "دست {hand}، پخش {deal} از {deals}",
+  stock: { one: "{count} کارت در دسته", other: "{count} کارت در دسته" },
+  cardsHeld: { one: "{count} کارت در دست", other: "{count} کارت در دست" },
+  captured: { one: "{count} کارت برداشته", other: "{count} کارت برداشته" },
+  yourTurn: "نوبت شماست: یک کارت انتخاب کنید.",
+  opponentTurn: "منتظر بازی حریف.",
+  botTurn: "ربات دارد بازی می‌کند.",
+  floor: "زمین",
+  emptyFloor: "زمین خالی است.",
+  yourHand: "دست شما",
+  opponentHand: "دست حریف",
+  scores: "امتیازها",
+  points: { one: "{count} امتیاز", other: "{count} امتیاز" },
+  carry: "انتقالی: {carry}",
+  target: "هر کس زودتر به {target} برسد می‌برد",
+  choosePlan: "{card} چه بردارد؟",
+  plan: "برداشتن {cards}",
+  planBasra: "برداشتن {cards}: بصره!",
+  planSweep: "جارو کردن زمین: {cards}",
+  trail: "گذاشتن {card} روی زمین",
+  cancel: "انتخاب کارت دیگر",
+  youTrailed: "{card} را روی زمین گذاشتید.",
+  youTook: "با {card}، {cards} را برداشتید.",
+  youBasra: "بصره! با {card}، {cards} را برداشتید.",
+  opponentTrailed: "حریف {card} را روی زمین گذاشت.",
+  opponentTook: "حریف با {card}، {cards} را برداشت.",
+  opponentBasra: "بصرهٔ حریف: با {card}، {cards} را برداشت.",
+  handStarted: "دست {hand} پخش شد.",
+  cardsDealt: { one: "برای هر بازیکن {count} کارت تازه.", other: "برای هر بازیکن {count} کارت تازه." },
+  youCollect: "باقی‌ماندهٔ زمین به شما رسید.",
+  opponentCollects: "باقی‌ماندهٔ زمین به حریف رسید.",
+  nobodyCollects: "در این دست کسی چیزی برنداشت: باقی‌ماندهٔ زمین به کسی نمی‌رسد.",
+  handScored: "امتیاز دست {hand} حساب شد.",
+  log: "آنچه گذشت",
+  sheet: "برگهٔ امتیاز دست {hand}",
+  sheetCards: "کارت‌ها",
+  sheetMajority: "اکثریت (۲۷ کارت یا بیشتر)",
+  sheetCarry: "انتقالی",
+  sheetSpecials: "کارت‌های ویژه",
+  sheetBasras: "امتیاز بصره (هر بصره ۱۰)",
+  sheetHand: "جمع دست",
+  sheetMatch: "جمع کل",
+  nextHand: "پخش دست بعدی",
+  youWon: "بازی را بردید، {you} به {opponent}.",
+  opponentWon: "حریف بازی را برد، {opponent} به {you}.",
+  newMatch: "بازی تازه",
+  reconnecting: "اتصال قطع شد: در حال اتصال دوباره…",
+  card: "{rank} {suit}",
+  rank1: "آس",
+  rank2: "دو",
+  rank3: "سه",
+  rank4: "چهار",
+  rank5: "پنج",
+  rank6: "شش",
+  rank7: "هفت",
+  rank8: "هشت",
+  rank9: "نه",
+  rank10: "ده",
+  rank11: "سرباز",
+  rank12: "بی‌بی",
+  rank13: "شاه",
+  suitC: "گشنیز",
+  suitD: "خشت",
+  suitH: "دل",
+  suitS: "پیک",
+  NOT_YOUR_TURN: "نوبت شما نیست.",
+  CARD_NOT_IN_HAND: "این کارت دیگر در دست شما نیست.",
+  PLAN_REQUIRED: "این کارت به چند شکل برمی‌دارد: یکی را انتخاب کنید.",
+  UNKNOWN_PLAN: "این برداشت دیگر ممکن نیست: دوباره انتخاب کنید.",
+  CAPTURE_REQUIRED: "این کارت می‌تواند بردارد، پس نمی‌شود آن را روی زمین گذاشت.",
+  HAND_IN_PROGRESS: "این دست هنوز در جریان است.",
+  HAND_OVER: "دست تمام شد: دست بعدی را پخش کنید.",
+  MATCH_OVER: "بازی تمام شده است.",
+  VERSION_MISMATCH: "میز در این میان عوض شد: دوباره نگاه کنید و انتخاب کنید.",
+  MATCH_NOT_FOUND: "این بازی دیگر وجود ندارد.",
+  TOKEN_MISSING: "کلید صندلی شما نیست: پیوند دعوت را دوباره باز کنید.",
+  TOKEN_INVALID: "کلید این صندلی مال این بازی نیست.",
+  API_KEY_MISSING: "این سرور فقط به برنامه‌های خودش اجازهٔ ساختن بازی می‌دهد.",
+  API_KEY_INVALID: "این سرور فقط به برنامه‌های خودش اجازهٔ ساختن بازی می‌دهد.",
+  RATE_LIMITED: { one: "بازی تازه زیاد است: {count} ثانیهٔ دیگر دوباره امتحان کنید.", other: "بازی تازه زیاد است: {count} ثانیهٔ دیگر دوباره امتحان کنید." },
+  STORE_UNAVAILABLE: "سرور به انبارش دسترسی ندارد: کمی بعد دوباره امتحان کنید.",
+  HISTORY_TRIMMED: "بخشی از تاریخچهٔ بازی از دست رفت: میز دوباره بارگذاری شد.",
+  INTERNAL: "سرور دچار خطا شد: دوباره امتحان کنید.",
+  unreachable: "به سرور دسترسی نیست: کمی بعد دوباره امتحان کنید.",
+  unknownError: "خطایی رخ داد: {detail}",
+};
+
+const CATALOGS: Record<Language, Catalog> = { en, ar, fa };
+const RIGHT_TO_LEFT: ReadonlySet<Language> = new Set<Language>(["ar", "fa"]);
+
+/** Placeholder values: numbers are written in the language's digits, strings as given. */
+export type Params = Readonly<Record<string, string | number>>;
+
+let language: Language = "en";
+/** The locale for numbers, plurals and lists: the browser's own tag when it speaks the chosen
+ * language ("ar-EG" writes Arabic-Indic digits, "ar-MA" Latin ones), else the language. */
+let locale = "en";
+
+export function isRightToLeft(lang: Language): boolean {
+  return RIGHT_TO_LEFT.has(lang);
+}
+
+export function setLanguage(lang: Language, preferred: readonly string[] = navigator.languages): void {
+  language = lang;
+  locale = preferred.find((tag) => tag.toLowerCase().split("-")[0] === lang) ?? lang;
+}
+
+/** The first of the browser's preferred languages that the table speaks, else English. */
+export function browserLanguage(preferred: readonly string[] = navigator.languages): Language {
+  for (const tag of preferred) {
+    const base = tag.toLowerCase().split("-")[0];
+    const match = LANGUAGES.find((lang) => lang === base);
+    if (match) return match;
+  }
+  return "en";
+}
+
+export function isLanguage(value: string | null): value is Language {
+  return LANGUAGES.some((lang) => lang === value);
+}
+
+/** The message in the current language with its placeholders filled. A plural message picks
+ * its form by the `count` parameter. */
+export function t(id: MessageId, params: Params = {}, lang: Language = language): string {
+  const message = CATALOGS[lang][id];
+  const tag = lang === language ? locale : lang;
+  let template: string;
+  if (typeof message === "string") {
+    template = message;
+  } else {
+    const count = params["count"];
+    if (typeof count !== "number") throw new Error(`message ${id} needs a numeric count`);
+    template = message[new Intl.PluralRules(tag).select(count)] ?? message.other;
+  }
+  const numbers = new Intl.NumberFormat(tag);
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`message ${id} needs {${name}}`);
+    return typeof value === "number" ? numbers.format(value) : value;
+  });
+}
+
+/** A card's name as players say it: "ten of diamonds", "عشرة ديناري", "ده خشت". */
+export function cardName(card: Card): string {
+  const suit = { [Suit.CLUBS]: "suitC", [Suit.DIAMONDS]: "suitD", [Suit.HEARTS]: "suitH", [Suit.SPADES]: "suitS" } as const;
+  if (card.rank === Rank.UNSPECIFIED || card.suit === Suit.UNSPECIFIED) return "?";
+  return t("card", { rank: t(`rank${card.rank}`), suit: t(suit[card.suit]) });
+}
+
+/** Several cards' names as one list in the language's own way ("a, b and c", "a وb"…). */
+export function cardList(cards: readonly Card[]): string {
+  return new Intl.ListFormat(locale, { type: "conjunction" }).format(cards.map(cardName));
+}
+
+/** A number as the player's locale writes it. */
+export function formatNumber(value: number): string {
+  return new Intl.NumberFormat(locale).format(value);
+}

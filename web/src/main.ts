@@ -1,0 +1,378 @@
+// The web table: a reference client of basra.v1 for frontend teams.
+//
+// The flow is the one the API guide describes. CreateMatch creates the match and returns both
+// seats' tokens; this page keeps its own seat's, and either plays the other seat itself (the bot) or
+// hands it on in an invitation link. The page then shows its seat's MatchView, asks ListPlans
+// when it is its turn, and sends Play with the version it saw and a fresh request_id. Every
+// change anyone makes arrives through WatchMatch: on the last event of each version the page
+// fetches its view again (GetMatch), so the server stays the only judge of the rules.
+import type { CardPlans, MatchEvent, MatchView, Scoreboard } from "../gen/basra/v1/game_pb";
+import { MatchStatus } from "../gen/basra/v1/game_pb";
+import { backoff, basraClient, errorMetadata, errorReason, isUnreachable, pause, requestId, untilAnswered, type Basra } from "./api";
+import { chooseMove } from "./bot";
+import { cardCode } from "./cards";
+import { h } from "./dom";
+import { browserLanguage, isLanguage, isRightToLeft, LANGUAGES, setLanguage, t, type Language, type MessageId } from "./i18n";
+import * as session from "./session";
+import { renderLobby, renderTable, type TableState } from "./view";
+
+/** How long the bot waits before it plays, so that a person sees their own card land first. */
+const BOT_PAUSE_MS = 400;
+/** How many events the log keeps. */
+const LOG_LENGTH = 8;
+
+const app = document.getElementById("app") as HTMLElement;
+const alertBox = document.getElementById("alert") as HTMLElement;
+const languageSelect = document.getElementById("language") as HTMLSelectElement;
+
+/** Rejections that only mean "somebody else acted first": the page reloads its view quietly. */
+const RACES = new Set(["VERSION_MISMATCH", "HAND_IN_PROGRESS", "NOT_YOUR_TURN"]);
+
+/** The ErrorInfo reasons (errors.proto) the table words itself; others show the server's text. */
+const WORDED_REASONS: ReadonlySet<string> = new Set<MessageId>([
+  "NOT_YOUR_TURN", "CARD_NOT_IN_HAND", "PLAN_REQUIRED", "UNKNOWN_PLAN", "CAPTURE_REQUIRED",
+  "HAND_IN_PROGRESS", "HAND_OVER", "MATCH_OVER", "VERSION_MISMATCH", "MATCH_NOT_FOUND",
+  "TOKEN_MISSING", "TOKEN_INVALID", "API_KEY_MISSING", "API_KEY_INVALID", "STORE_UNAVAILABLE",
+  "HISTORY_TRIMMED", "INTERNAL",
+]);
+
+/** A readable sentence for any failure: the ErrorInfo reason when the service sent one. */
+function errorMessage(error: unknown): string {
+  if (isUnreachable(error)) return t("unreachable");
+  const reason = errorReason(error);
+  if (reason === "RATE_LIMITED") {
+    return t("RATE_LIMITED", { count: Math.ceil(Number(errorMetadata(error, "retry_after_s") ?? 1)) });
+  }
+  if (reason && WORDED_REASONS.has(reason)) return t(reason as MessageId);
+  return t("unknownError", { detail: error instanceof Error ? error.message : String(error) });
+}
+
+/** The message in the alert region; kept as a function so a language switch rewrites it. */
+let alertText: (() => string) | undefined;
+function showAlert(text: (() => string) | undefined): void {
+  alertText = text;
+  alertBox.textContent = text ? text() : "";
+}
+function showError(error: unknown): void {
+  console.warn(error);
+  showAlert(() => errorMessage(error));
+}
+
+/** One seat at one match: its view, the plans while it is its turn, the event log, and the
+ * bot when the page plays the other seat. */
+class Table {
+  private readonly me: Basra;
+  private readonly bot: Basra | undefined;
+  private readonly stop = new AbortController();
+  private view: MatchView;
+  private plans: CardPlans[] | undefined;
+  private selected: string | undefined;
+  private scoreboard: Scoreboard | undefined;
+  private events: MatchEvent[] = [];
+  private busy = false;
+  private botBusy = false;
+
+  constructor(private saved: session.Saved, view: MatchView) {
+    this.me = basraClient(saved.me.token);
+    this.bot = saved.bot ? basraClient(saved.bot.token) : undefined;
+    this.view = view;
+  }
+
+  get matchId(): string {
+    return this.saved.me.matchId;
+  }
+
+  /** Starts following the match. After a reload the stream starts after the last version this
+   * tab showed, so the log also tells what happened meanwhile. */
+  async open(): Promise<void> {
+    const shown = BigInt(this.saved.version);
+    const after = shown > 0n && shown < this.view.version ? shown : this.view.version;
+    this.accept(this.view);
+    void this.watch(after, this.stop.signal);
+    await this.afterChange();
+  }
+
+  close(): void {
+    this.stop.abort();
+  }
+
+  /** Takes a newer view (an older one, from a slower answer, is ignored). */
+  private accept(view: MatchView | undefined): boolean {
+    if (!view || view.version < this.view.version) return false;
+    const changed = view.version !== this.view.version;
+    this.view = view;
+    if (changed) {
+      this.plans = undefined;
+      this.selected = undefined;
+      this.scoreboard = undefined;
+    }
+    this.saved = { ...this.saved, version: Number(view.version) };
+    session.save(this.saved);
+    return changed;
+  }
+
+  /** After any change: the plans if it is my turn, the score sheet if the hand is over, the
+   * bot's move if it is the bot's turn. */
+  private async afterChange(): Promise<void> {
+    const view = this.view;
+    if (view.status === MatchStatus.PLAYING && view.turn === view.seat && this.plans === undefined) {
+      const answer = await untilAnswered(() => this.me.listPlans({ matchId: this.matchId }));
+      if (answer.version === this.view.version) this.plans = answer.cards;
+    }
+    if (view.status !== MatchStatus.PLAYING) {
+      this.scoreboard = (await untilAnswered(() => this.me.score({ matchId: this.matchId }))).scoreboard;
+    }
+    this.render();
+    void this.playBot();
+  }
+
+  /** Fetches my view again (after an event, a race or a reconnection). */
+  async refresh(): Promise<void> {
+    const answer = await untilAnswered(() => this.me.getMatch({ matchId: this.matchId }), () => this.reconnecting());
+    this.accept(answer.view);
+    await this.afterChange();
+  }
+
+  private select(code: string | undefined): void {
+    this.selected = code;
+    showAlert(undefined);
+    this.render();
+    // Keyboard players land on the first choice of the card they picked.
+    if (code) document.querySelector<HTMLElement>("#plans button")?.focus();
+  }
+
+  private async play(code: string, planId: number, trail: boolean): Promise<void> {
+    const card = this.view.hand.find((held) => cardCode(held) === code);
+    if (!card || this.busy) return;
+    // Built once: a retry after a lost answer sends the same request_id and cannot play twice.
+    const request = { matchId: this.matchId, card, planId, trail, expectedVersion: this.view.version, requestId: requestId() };
+    await this.act(async () => {
+      const answer = await untilAnswered(() => this.me.play(request), () => this.reconnecting());
+      this.accept(answer.view);
+    });
+    document.querySelector<HTMLElement>("#hand button:not([disabled])")?.focus();
+  }
+
+  private async nextHand(): Promise<void> {
+    const request = { matchId: this.matchId, expectedVersion: this.view.version, requestId: requestId() };
+    await this.act(async () => {
+      const answer = await untilAnswered(() => this.me.deal(request), () => this.reconnecting());
+      this.accept(answer.view);
+    });
+  }
+
+  /** Runs one of my moves: errors become messages, races a quiet reload. */
+  private async act(move: () => Promise<void>): Promise<void> {
+    this.busy = true;
+    this.render();
+    try {
+      await move();
+      showAlert(undefined);
+    } catch (error) {
+      if (!RACES.has(errorReason(error) ?? "")) showError(error);
+      await this.refresh().catch(showError);
+    } finally {
+      this.busy = false;
+    }
+    await this.afterChange().catch(showError);
+  }
+
+  /** The bot's move, when it is its turn: the same RPCs as a person's page, with its own token. */
+  private async playBot(): Promise<void> {
+    if (!this.bot || this.botBusy || this.stop.signal.aborted) return;
+    const view = this.view;
+    if (view.status !== MatchStatus.PLAYING || view.turn === view.seat) return;
+    this.botBusy = true;
+    try {
+      await pause(BOT_PAUSE_MS, this.stop.signal);
+      const plans = await untilAnswered(() => this.bot!.listPlans({ matchId: this.matchId }));
+      const move = chooseMove(plans.cards);
+      if (!move) return;
+      const request = { matchId: this.matchId, ...move, expectedVersion: plans.version, requestId: requestId() };
+      await untilAnswered(() => this.bot!.play(request));
+      // My page learns of the bot's play like any opponent's: through WatchMatch.
+    } catch (error) {
+      if (!RACES.has(errorReason(error) ?? "")) showError(error);
+    } finally {
+      this.botBusy = false;
+    }
+  }
+
+  /** Follows the match through WatchMatch, for as long as the table is open. A stream that
+   * drops (a server restart, a proxy timeout, the server's periodic recycling) is opened again
+   * after the last version received whole, so no event is lost or shown twice. */
+  private async watch(after: bigint, signal: AbortSignal): Promise<void> {
+    let attempt = 0;
+    while (!signal.aborted) {
+      try {
+        for await (const { event } of this.me.watchMatch({ matchId: this.matchId, afterVersion: after }, { signal })) {
+          if (!event) continue;
+          attempt = 0;
+          this.events = [...this.events, event].slice(-LOG_LENGTH);
+          if (event.versionComplete) {
+            after = event.version;
+            if (alertText === RECONNECTING) showAlert(undefined);
+            if (event.version > this.view.version) await this.refresh();
+            else this.render();
+          }
+        }
+        // The stream ends after the match ends; otherwise the server recycled it: reconnect.
+        if (this.view.status === MatchStatus.MATCH_OVER) return;
+      } catch (error) {
+        if (signal.aborted) return;
+        if (errorReason(error) === "HISTORY_TRIMMED") {
+          await this.refresh().catch(showError);
+          after = this.view.version;
+        } else if (isUnreachable(error)) {
+          this.reconnecting();
+        } else {
+          showError(error);
+        }
+      }
+      await pause(backoff(attempt++), signal);
+    }
+  }
+
+  private reconnecting(): void {
+    showAlert(RECONNECTING);
+  }
+
+  render(): void {
+    const state: TableState = {
+      view: this.view,
+      plans: this.plans,
+      selected: this.selected,
+      scoreboard: this.scoreboard,
+      events: this.events,
+      opponentIsBot: this.bot !== undefined,
+      invite: this.saved.invite,
+      busy: this.busy,
+    };
+    draw(
+      renderTable(state, {
+        select: (code) => this.select(code),
+        play: (code, planId, trail) => void this.play(code, planId, trail),
+        nextHand: () => void this.nextHand(),
+        leave: () => leave(),
+        copyInvite: () => void copyInvite(this.saved.invite),
+      }),
+      this.view,
+    );
+  }
+}
+
+const RECONNECTING = (): string => t("reconnecting");
+
+let table: Table | undefined;
+
+/** Replaces the page's content, keeping the keyboard focus on the same control. */
+function draw(content: HTMLElement, view?: MatchView): void {
+  const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset["focus"] : undefined;
+  app.replaceChildren(content);
+  // State for tests and tools, on the root: the version shown, whose turn, where the match stands.
+  if (view) {
+    app.dataset["version"] = String(view.version);
+    app.dataset["turn"] = view.status === MatchStatus.PLAYING ? (view.turn === view.seat ? "you" : "opponent") : "";
+    app.dataset["status"] = MatchStatus[view.status].toLowerCase().replace("_", "-");
+  } else {
+    for (const key of ["version", "turn", "status"]) delete app.dataset[key];
+  }
+  if (focused) app.querySelector<HTMLElement>(`[data-focus="${focused}"]`)?.focus();
+}
+
+function lobby(busy = false): void {
+  table = undefined;
+  draw(renderLobby((opponent) => void start(opponent), busy));
+}
+
+/** Creates a match: this page takes seat 0; seat 1 goes to the bot or into an invitation link. */
+async function start(opponent: "bot" | "friend"): Promise<void> {
+  lobby(true);
+  const client = basraClient();
+  // Two seats under the default rules (ERAM); the request_id makes a retry return the same match.
+  const request = { rules: "eram", seats: 2, seat: 0, requestId: requestId() };
+  try {
+    const answer = await untilAnswered(() => client.createMatch(request), () => showAlert(RECONNECTING));
+    const token = (seat: number) => answer.seatTokens.find((seatToken) => seatToken.seat === seat)?.token ?? "";
+    const me = { matchId: answer.matchId, seat: 0, token: token(0) };
+    const other = { matchId: answer.matchId, seat: 1, token: token(1) };
+    const version = Number(answer.view?.version ?? 0);
+    const saved: session.Saved = opponent === "bot" ? { me, bot: other, version } : { me, invite: session.inviteLink(other), version };
+    session.save(saved);
+    showAlert(undefined);
+    await sit(saved, answer.view);
+  } catch (error) {
+    showError(error);
+    lobby();
+  }
+}
+
+/** Sits down at a match: with the view a Deal returned, or after asking for it (a reload, a
+ * link). A seat whose match is gone or whose token is refused goes back to the lobby. */
+async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
+  if (!view) {
+    try {
+      // However long the server is away: giving up here would forget the seat.
+      const client = basraClient(saved.me.token);
+      const answer = await untilAnswered(() => client.getMatch({ matchId: saved.me.matchId }), () => showAlert(RECONNECTING), Infinity);
+      view = answer.view;
+      showAlert(undefined);
+    } catch (error) {
+      showError(error);
+      session.forget();
+      return lobby();
+    }
+  }
+  if (!view) return lobby();
+  table?.close();
+  table = new Table(saved, view);
+  await table.open().catch(showError);
+}
+
+function leave(): void {
+  table?.close();
+  session.forget();
+  showAlert(undefined);
+  lobby();
+}
+
+async function copyInvite(link: string | undefined): Promise<void> {
+  if (!link) return;
+  await navigator.clipboard.writeText(link);
+  showAlert(() => t("linkCopied"));
+}
+
+function applyLanguage(lang: Language): void {
+  setLanguage(lang);
+  document.documentElement.lang = lang;
+  document.documentElement.dir = isRightToLeft(lang) ? "rtl" : "ltr";
+  document.title = t("title");
+  (document.getElementById("title") as HTMLElement).textContent = t("title");
+  (document.getElementById("language-label") as HTMLElement).textContent = t("language");
+  languageSelect.value = lang;
+  if (alertText) alertBox.textContent = alertText();
+  if (table) table.render();
+  else lobby();
+}
+
+function main(): void {
+  languageSelect.replaceChildren(...LANGUAGES.map((lang) => h("option", { value: lang, lang }, t("languageName", {}, lang))));
+  languageSelect.addEventListener("change", () => {
+    const lang = languageSelect.value;
+    if (isLanguage(lang)) {
+      session.saveLanguage(lang);
+      applyLanguage(lang);
+    }
+  });
+  const chosen = session.savedLanguage();
+  applyLanguage(isLanguage(chosen) ? chosen : browserLanguage());
+
+  // An invitation link seats its holder (and replaces whatever this tab sat at before).
+  const invited = session.takeInvitation();
+  if (invited) session.save({ me: invited, version: 0 });
+  const saved = session.load();
+  if (saved) void sit(saved);
+  else lobby();
+}
+
+main();
