@@ -180,7 +180,8 @@ bench: $(STAMP) $(ENGINE) redis-server ## engine and service figures, last line 
 # Mutation testing with mutmut (configured in pyproject.toml, [tool.mutmut]): slow, so not part of
 # `make test`; run it before a release. It mutates basra/engine and the service's auth, servicer
 # core and stores, runs only the tests that reach each mutated function (niced, Hypothesis's CI
-# profile, the engine's .py sources: mutants are never compiled), then prints the score per area and every survivor (tests/mutation/report.py).
+# profile, the engine's .py sources: mutants are never compiled), then prints the score per area
+# and every survivor (tests/mutation/report.py).
 # MUTANTS narrows a run to mutmut name globs: make mutation MUTANTS='basra.engine.plans*'
 MUTANTS ?=
 .PHONY: mutation
