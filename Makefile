@@ -177,6 +177,18 @@ test: lint typecheck unit ## set up and run the whole suite
 bench: $(STAMP) $(ENGINE) redis-server ## engine and service figures, last line JSON
 	$(BIN)/python -m tests.bench
 
+# Mutation testing with mutmut (configured in pyproject.toml, [tool.mutmut]): slow, so not part of
+# `make test`; run it before a release. It mutates basra/engine and the service's auth, servicer
+# core and stores, runs only the tests that reach each mutated function (niced, Hypothesis's CI
+# profile, the engine's .py sources: mutants are never compiled), then prints the score per area
+# and every survivor (tests/mutation/report.py).
+# MUTANTS narrows a run to mutmut name globs: make mutation MUTANTS='basra.engine.plans*'
+MUTANTS ?=
+.PHONY: mutation
+mutation: $(STAMP) redis-server ## mutation score of the engine and service core (slow)
+	BASRA_ENGINE=pure BASRA_HYPOTHESIS_PROFILE=ci nice -n 10 $(BIN)/mutmut run $(MUTANTS)
+	$(BIN)/python -m tests.mutation.report
+
 golden: $(STAMP) ## rewrite the golden transcripts
 	$(BIN)/python -m tests.engine.transcript --update
 
@@ -188,5 +200,5 @@ contract-release: $(TOOLS) ## make proto/ the released baseline
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean: ## remove the venv, stubs and caches
-	rm -rf $(VENV) basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated basra/engine/*.so $(ENGINE) build .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
+	rm -rf $(VENV) mutants basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated basra/engine/*.so $(ENGINE) build .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
 	  $(GATEWAY_API)/node_modules

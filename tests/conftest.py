@@ -1,13 +1,30 @@
-"""Session fixtures: one real redis-server for the whole test session."""
+"""Session fixtures: one real redis-server for the whole test session; Hypothesis profiles."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support import RedisProcess
+
+# CI runs are reproducible: the same examples every run, no example database, and a failure
+# prints the blob that replays it. Local runs draw new examples every time and twice as many
+# (tests scale their counts with tests.profiles.examples), keeping failures in .hypothesis/.
+# BASRA_HYPOTHESIS_PROFILE=ci reproduces CI locally.
+settings.register_profile(
+    "ci", max_examples=100, derandomize=True, database=None, print_blob=True, deadline=None
+)
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.load_profile(
+    "ci"
+    if os.environ.get("CI", "").lower() == "true"
+    else os.environ.get("BASRA_HYPOTHESIS_PROFILE", "dev")
+)
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +50,21 @@ def aof_redis(tmp_path: Path) -> Iterator[RedisProcess]:
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture(autouse=True)
+def _engine_caches_cleared_under_mutation() -> None:
+    """Under mutmut (`make mutation`), every test computes afresh: a result cached by an earlier
+    test would hide which tests reach a function (mutmut runs only those on its mutants) and
+    would keep a mutant's answers from showing."""
+    if "MUTANT_UNDER_TEST" not in os.environ:
+        return
+    for name, module in list(sys.modules.items()):
+        if name.startswith("basra.engine"):
+            for value in list(vars(module).values()):
+                clear = getattr(value, "cache_clear", None)
+                if callable(clear):
+                    clear()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

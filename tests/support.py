@@ -11,7 +11,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +26,17 @@ from basra.service.store import Store
 T = TypeVar("T")
 
 REDIS_SERVER = shutil.which("redis-server")
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 10, what: str = "") -> None:
+    """Return once ``condition()`` is true; fail the test if it is not within ``timeout`` s.
+
+    For waiting on something to happen: the deadline only bounds a failure, it times nothing.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting after {timeout} s: {what}"
+        time.sleep(0.02)
 
 
 def free_port() -> int:

@@ -20,6 +20,13 @@ def reference_plans(
     floor: list[Card], card: Card, rules: str = "eram"
 ) -> list[tuple[frozenset[Card], bool, bool]]:
     """(captured set, basra, sweep) of each plan, in RULES.md's order, at most 12."""
+    return every_plan(floor, card, rules)[:12]
+
+
+def every_plan(
+    floor: list[Card], card: Card, rules: str = "eram"
+) -> list[tuple[frozenset[Card], bool, bool]]:
+    """(captured set, basra, sweep) of each plan, in RULES.md's order, before the cap of 12."""
     if not floor:
         return []
     if str(card)[:-1] == "J":
@@ -59,7 +66,80 @@ def reference_plans(
     def order(s: frozenset[Card]) -> tuple[int, int, list[int]]:
         return (-len(s), -sum(c.points for c in s), sorted(int(c) for c in s))
 
-    return [(s, s == frozenset(floor), False) for s in sorted(captured_sets, key=order)][:12]
+    return [(s, s == frozenset(floor), False) for s in sorted(captured_sets, key=order)]
+
+
+class OverBudgetError(Exception):
+    """The reading below would examine more sets than its budget allows."""
+
+
+def plans_by_order(
+    floor: list[Card], card: Card, budget: int = 20_000
+) -> list[tuple[frozenset[Card], bool, bool]]:
+    """The same answer as ``reference_plans``, found by walking RULES.md's order itself.
+
+    For a number card every candidate captured set is visited in the order (more cards first,
+    then more points, then the smaller sorted index list) and kept when it is legal, until 12 are
+    kept. More cards means fewer left behind, so the walk goes over the floor cards *left* by
+    increasing count: cheap on large floors, where legal plans leave few cards. The work is
+    capped by ``budget`` sets examined, not by the floor's size.
+
+    Raises:
+        OverBudgetError: the floor needs more than ``budget`` sets examined.
+    """
+    if not 1 <= card.value <= 10 or str(card) == "7D":
+        return reference_plans(floor, card)  # J, Q, K, 7D: no sum groups, nothing to walk
+    rank_matches = frozenset(c for c in floor if c.rank == card.rank)
+    # Only cards worth less than the played card can be in a group of two or more.
+    candidates = [c for c in floor if 0 < c.value < card.value]
+    splits: dict[tuple[int, ...], bool] = {}
+
+    def split(values: tuple[int, ...]) -> bool:
+        """Whether these values (largest first) split into groups each summing to the card's."""
+        if not values:
+            return True
+        if values not in splits:
+            first, rest = values[0], values[1:]
+            splits[values] = any(split(left) for left in without_sum(rest, card.value - first))
+        return splits[values]
+
+    def without_sum(values: tuple[int, ...], target: int) -> set[tuple[int, ...]]:
+        """What is left of ``values`` after taking some that sum to ``target``, each way."""
+        if target == 0:
+            return {values}
+        return {
+            values[:i] + left
+            for i, v in enumerate(values)
+            if v <= target
+            for left in without_sum(values[i + 1 :], target - v)
+        }
+
+    def leaves_no_group(left: tuple[Card, ...]) -> bool:
+        sums = {0}
+        for c in left:
+            sums |= {s + c.value for s in sums}
+        return card.value not in sums
+
+    kept: list[frozenset[Card]] = []
+    examined = 0
+    for size in range(len(candidates) + 1):
+        legal = []
+        for left in combinations(candidates, size):
+            examined += 1
+            if examined > budget:
+                raise OverBudgetError(f"{len(floor)} floor cards, card {card}")
+            taken = [c for c in candidates if c not in left]
+            if sum(c.value for c in taken) % card.value or not leaves_no_group(left):
+                continue
+            if split(tuple(sorted((c.value for c in taken), reverse=True))):
+                captured = rank_matches | frozenset(taken)
+                if captured:
+                    legal.append(captured)
+        legal.sort(key=lambda s: (-sum(c.points for c in s), sorted(int(c) for c in s)))
+        kept += legal
+        if len(kept) >= 12:
+            break
+    return [(s, s == frozenset(floor), False) for s in kept[:12]]
 
 
 SPECIAL_POINTS = {"A": 1, "J": 1, "2C": 2, "10D": 3}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -78,20 +79,43 @@ def test_thousands_of_random_matches_end_with_a_winner() -> None:
     assert hands >= 2 * MATCHES  # 121 points take at least two hands of 43+
 
 
-def test_greedy_bot_beats_random_bot_most_of_the_time() -> None:
+def binomial_tail(successes: int, trials: int, p: float) -> float:
+    """P(X >= successes) for X ~ Binomial(trials, p): a one-sided test's p-value."""
+    return sum(
+        math.comb(trials, k) * p**k * (1 - p) ** (trials - k) for k in range(successes, trials + 1)
+    )
+
+
+def test_binomial_tail_matches_hand_computed_values() -> None:
+    assert binomial_tail(0, 10, 0.3) == pytest.approx(1.0)
+    assert binomial_tail(2, 2, 0.5) == pytest.approx(0.25)
+    assert binomial_tail(3, 4, 0.5) == pytest.approx(5 / 16)
+    assert binomial_tail(61, 60, 0.9) == 0
+
+
+# The claim: the greedy bot beats the random bot with probability above 0.6, whichever seat it
+# takes. Tested as one: H0 "p <= 0.6" is rejected at the 1% level on 60 seeded matches (seats
+# alternate). Seeded, so the verdict is reproducible; at the greedy bot's real strength (about
+# 0.9), a fresh sample would fail this test far less than once in a million runs.
+CLAIMED_EDGE, SIGNIFICANCE, MATCHES = 0.6, 0.01, 60
+
+
+def test_greedy_bot_beats_random_bot_with_probability_above_point_six() -> None:
     rng = random.Random(4)
     wins = 0
-    for _ in range(60):
-        seed = rng.getrandbits(64)
-        state, _ = new_match(seed)
+    for match in range(MATCHES):
+        greedy_seat = match % 2
+        state, _ = new_match(rng.getrandbits(64))
         while state.phase is not Phase.MATCH_OVER:
             if state.phase is Phase.HAND_OVER:
                 state, _ = deal_next_hand(state)
             else:
-                play = greedy_play(state) if state.turn == 0 else random_play(state, rng)
+                greedy = state.turn == greedy_seat
+                play = greedy_play(state) if greedy else random_play(state, rng)
                 state, _ = apply(state, play)
-        wins += state.winner == 0
-    assert wins >= 45
+        wins += state.winner == greedy_seat
+    p_value = binomial_tail(wins, MATCHES, CLAIMED_EDGE)
+    assert p_value < SIGNIFICANCE, f"{wins}/{MATCHES} wins: p = {p_value:.3g} under p <= 0.6"
 
 
 def test_hand_built_profiles_play_through_three_and_four_seats_and_six_card_deals() -> None:

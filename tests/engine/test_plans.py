@@ -5,13 +5,19 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from basra.engine import Card, capture_plans, match_profile, parse_cards
-from basra.engine.cards import CARDS, format_cards
-from basra.engine.plans import MAX_PLANS
-from tests.engine.reference import reference_plans
+from basra.engine.cards import CARDS, format_cards, mask_of
+from basra.engine.plans import MAX_PLANS, plan_count
+from tests.engine.reference import (
+    OverBudgetError,
+    every_plan,
+    plans_by_order,
+    reference_plans,
+)
+from tests.profiles import examples
 
 
 def plans_text(floor: str, card: str) -> list[str]:
@@ -197,7 +203,7 @@ def test_crafted_floors_answer_twelve_legal_plans_in_order() -> None:
             assert_legal(floor, card, frozenset(plan.captures))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(st.data())
 def test_plans_match_an_independent_brute_force_reading(data: st.DataObject) -> None:
     size = data.draw(st.integers(0, 11), label="floor size")
@@ -209,7 +215,7 @@ def test_plans_match_an_independent_brute_force_reading(data: st.DataObject) -> 
     assert got == reference_plans(floor, card)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(CARDS), unique=True, max_size=20), st.sampled_from(CARDS))
 def test_every_plan_is_legal_and_plans_are_distinct(floor: list[Card], card: Card) -> None:
     if card in floor:
@@ -223,3 +229,92 @@ def test_every_plan_is_legal_and_plans_are_distinct(floor: list[Card], card: Car
         )
         if card.value and str(card) != "7D":
             assert_legal(floor, card, frozenset(plan.captures))
+
+
+def offered(floor: list[Card], card: Card) -> list[tuple[frozenset[Card], bool, bool]]:
+    return [(frozenset(p.captures), p.basra, p.sweep) for p in capture_plans(floor, card)]
+
+
+def test_the_order_walk_agrees_with_the_literal_reading_on_small_floors() -> None:
+    """The walk used on large floors is itself checked against reference_plans."""
+    rng = random.Random(11)
+    for _ in range(400):
+        floor = rng.sample(CARDS, rng.randint(0, 10))
+        card = rng.choice([c for c in CARDS if c not in floor])
+        assert plans_by_order(floor, card, budget=10**7) == reference_plans(floor, card)
+
+
+NUMBER_CARDS = [c for c in CARDS if 1 <= c.value <= 10 and str(c) != "7D"]
+POOLS = {
+    "small": [c for c in CARDS if 1 <= c.value <= 6],
+    "numbers": [c for c in CARDS if 1 <= c.value <= 9],
+    "any": list(CARDS),
+}
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.data())
+def test_the_plans_offered_on_large_floors_are_the_first_twelve_of_the_order(
+    data: st.DataObject,
+) -> None:
+    """Floors of 10 to 30 cards, each compared with a walk of RULES.md's order itself; the walk
+    is capped by the sets it may examine (a few floors exceed it and are drawn again), not by
+    the floor's size."""
+    pool = POOLS[data.draw(st.sampled_from(sorted(POOLS)), label="pool")]
+    floor = data.draw(
+        st.lists(st.sampled_from(pool), unique=True, min_size=10, max_size=30), label="floor"
+    )
+    card = data.draw(st.sampled_from([c for c in NUMBER_CARDS if c not in floor]), label="card")
+    try:
+        expected = plans_by_order(floor, card)
+    except OverBudgetError:
+        reject()
+    assert offered(floor, card) == expected
+
+
+CRAFTED = [
+    # Every card of the small values: many sets of one size and equal points, told apart only by
+    # their indexes (the k-best search must prune against its worst kept plan).
+    ("AC AD AH AS 2C 2D 2H 2S 3C 3D 3H 3S 4C 4D 4H 4S", ["5C", "6D", "7H", "8S", "9C", "10H"]),
+    ("2C 2D 2H 2S 3C 3D 3H 3S 4C 4D 4H 4S", ["6H", "8S", "10D", "7C", "9D"]),
+    ("AC AD AH AS 2C 2D 2H 2S 3C 3D 3H 3S 4C 4D 4H 4S 5C 5D 5H 5S", ["6S", "9H", "10C"]),
+    ("AD AH AS 3C 3D 3H 3S 5D 5H 5S 7C 7H 7S", ["8C", "10S", "6C", "4D"]),
+    ("2D 2H 2S 4D 4H 4S 6D 6H 6S 8D 8H 8S", ["10S", "10H", "7D", "9C"]),
+    ("AC AD AH AS 4C 4D 4H 4S 5C 5D 5H 5S 9D 9H 9S", ["10C", "6S", "9C"]),
+    ("3C 3D 3H 3S 6C 6D 6H 6S 9C 9D 9H 9S 2D 2H", ["10D", "8H", "5C"]),
+    ("AC 2C 3C 4C 5C 6C 8C 9C AD 2D 3D 4D 5D 6D 8D 9D AH 2H 3H 4H 5H", ["10S", "7S", "9S"]),
+]
+
+
+@pytest.mark.parametrize(("floor_text", "cards"), CRAFTED)
+def test_crafted_floors_of_many_equal_values_offer_the_first_twelve_of_the_order(
+    floor_text: str, cards: list[str]
+) -> None:
+    floor = list(parse_cards(floor_text))
+    for text in cards:
+        card = Card.parse(text)
+        expected = plans_by_order(floor, card, budget=200_000)
+        assert offered(floor, card) == expected, text
+    assert any(len(plans_by_order(floor, Card.parse(t), 200_000)) == MAX_PLANS for t in cards)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.data())
+def test_plan_count_counts_every_plan_before_the_cap(data: st.DataObject) -> None:
+    """plan_count says how many plans exist, the 12 offered and those left out."""
+    pool = POOLS[data.draw(st.sampled_from(["small", "any"]), label="pool")]
+    floor = data.draw(st.lists(st.sampled_from(pool), unique=True, max_size=11), label="floor")
+    card = data.draw(st.sampled_from([c for c in CARDS if c not in floor]), label="card")
+    expected = len(every_plan(floor, card))
+    assert plan_count(floor, card) == expected
+    assert plan_count(mask_of(floor), card) == expected  # a floor given as a mask
+    assert len(capture_plans(floor, card)) == min(expected, MAX_PLANS)
+
+
+def test_plan_count_on_a_floor_of_more_than_twelve_plans() -> None:
+    floor = parse_cards("AC AD AH AS 2C 2D 2H 2S 3C 3D 3H 3S 4C 4D 4H 4S 5C 5D 5H 5S")
+    card = Card.parse("6S")
+    assert plan_count(floor, card) > MAX_PLANS == len(capture_plans(floor, card))
+    assert plan_count(parse_cards("QS 9D"), Card.parse("8C")) == 0
+    assert plan_count(parse_cards("QS 9D"), Card.parse("JC")) == 1
+    assert plan_count([], Card.parse("7D")) == 0

@@ -38,6 +38,7 @@ from tests.engine.reference import (
     reference_side,
     reference_special_points,
 )
+from tests.profiles import examples
 
 CONFIGS = [
     (name, seats, rubber)
@@ -145,7 +146,7 @@ class Witness:
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(seed=st.integers(0, 2**64 - 1), choices=st.randoms(use_true_random=False))
 def test_every_step_conserves_cards_partitions_piles_hides_hands_and_adds_up(
     config: tuple[str, int, bool], seed: int, choices: random.Random
@@ -195,7 +196,7 @@ def check_legal_or_rejected_without_a_trace(state: State, play: Play) -> None:
     assert_conserved(after)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(seed=st.integers(0, 2**16), steps=st.integers(0, 47), play=play_strategy(2))
 def test_any_play_is_either_legal_or_rejected_without_a_trace(
     seed: int, steps: int, play: Play
@@ -205,7 +206,7 @@ def test_any_play_is_either_legal_or_rejected_without_a_trace(
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(seed=st.integers(0, 2**16), steps=st.integers(0, 47), data=st.data())
 def test_any_play_in_any_profile_is_either_legal_or_rejected_without_a_trace(
     config: tuple[str, int, bool], seed: int, steps: int, data: st.DataObject

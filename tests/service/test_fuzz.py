@@ -15,6 +15,7 @@ from basra.service.config import Settings
 from basra.service.errors import DOMAIN
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
+from tests.profiles import examples
 from tests.service.driver import snapshot
 from tests.support import RedisProcess, ServerThread
 
@@ -53,6 +54,8 @@ class World:
         self.a, _ = MatchClient.create(self.server.channel, seed=1)
         self.b, _ = MatchClient.create(self.server.channel, seed=2)
         self.stub = self.a.stub
+        # The last accepted request_id of each (match, caller): sent again, it is a replay.
+        self.last_request: dict[tuple[str, object], str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,19 @@ text = st.one_of(
 )
 int32 = st.integers(-(2**31), 2**31 - 1)
 int64 = st.integers(-(2**63), 2**63 - 1)
-cards = st.builds(game_pb2.Card, rank=st.integers(0, 13), suit=st.integers(0, 4))
+# Every value of each enum and the first invalid one past each end (and a few far beyond).
+RANKS = [v.number for v in game_pb2.Rank.DESCRIPTOR.values]
+SUITS = [v.number for v in game_pb2.Suit.DESCRIPTOR.values]
+
+
+def enum_values(numbers: list[int]) -> st.SearchStrategy[int]:
+    """Each end of an enum and one past it, any value in between, or any int32."""
+    low, high = min(numbers), max(numbers)
+    edges = [low - 1, low, low + 1, high - 1, high, high + 1]
+    return st.sampled_from(edges) | st.integers(low - 1, high + 1) | int32
+
+
+cards = st.builds(game_pb2.Card, rank=enum_values(RANKS), suit=enum_values(SUITS))
 
 
 @st.composite
@@ -148,25 +163,72 @@ def check_rejection(error: grpc.RpcError) -> None:
 
 
 @settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(400),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_random_requests_get_typed_answers_and_change_nothing_when_rejected(
     world: World, data: st.DataObject
 ) -> None:
     rpc, request, metadata = data.draw(requests(world))
-    before = [snapshot(world.store, m.match_id) for m in (world.a, world.b)]
+    before = stored(world)
     try:
         call(world, rpc, request, metadata)
     except grpc.RpcError as error:
         check_rejection(error)
-        after = [snapshot(world.store, m.match_id) for m in (world.a, world.b)]
-        assert after == before, "a rejected call changed a match"
+        assert stored(world) == before, "a rejected call changed a match"
+    else:
+        replay = is_replay(world, rpc, request, metadata)
+        check_accepted(world, rpc, request, before, replay=replay)
     assert world.a.view(0).match_id == world.a.match_id  # still serving
 
 
+def stored(world: World) -> dict[str, tuple[object, ...]]:
+    return {m.match_id: snapshot(world.store, m.match_id) for m in (world.a, world.b)}
+
+
+def is_replay(world: World, rpc: str, request: object, metadata: object) -> bool:
+    """Whether an accepted write repeated its caller's last request_id (answered, not applied)."""
+    if rpc not in ("Deal", "Play"):
+        return False
+    request_id = getattr(request, "request_id", "")
+    key = (getattr(request, "match_id", ""), metadata)
+    replay = bool(request_id) and world.last_request.get(key) == request_id
+    world.last_request[key] = request_id
+    return replay
+
+
+def check_accepted(
+    world: World,
+    rpc: str,
+    request: object,
+    before: dict[str, tuple[object, ...]],
+    *,
+    replay: bool = False,
+) -> None:
+    """An accepted read (or a replayed write) changes nothing; an accepted write changes exactly
+    its own match, by one version and one audit entry (a creating Deal changes neither match)."""
+    after = stored(world)
+    target = getattr(request, "match_id", "")
+    for match_id, (record, events) in before.items():
+        new_record, new_events = after[match_id]
+        if rpc in ("Deal", "Play") and match_id == target and not replay:
+            assert version_of(new_record) == version_of(record) + 1, f"{rpc} is one version"
+            assert new_events[:-1] == events, f"{rpc} appends exactly one audit entry"  # type: ignore[index]
+        else:
+            assert (new_record, new_events) == (record, events), f"{rpc} changed another match"
+
+
+def version_of(record: object) -> int:
+    assert isinstance(record, bytes), "the match is stored"
+    return int.from_bytes(record[:8], "big")
+
+
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     rpc=st.sampled_from(["Deal", "ListPlans", "Play", "Score", "GetMatch", "WatchMatch"]),
@@ -175,7 +237,7 @@ def test_random_requests_get_typed_answers_and_change_nothing_when_rejected(
 def test_raw_bytes_to_every_rpc_are_invalid_argument_or_too_large(
     world: World, rpc: str, payload: bytes
 ) -> None:
-    before = snapshot(world.store, world.a.match_id)
+    before = stored(world)
     channel = world.server.channel
     path = f"/basra.v1.BasraService/{rpc}"
     try:
@@ -188,5 +250,48 @@ def test_raw_bytes_to_every_rpc_are_invalid_argument_or_too_large(
     except grpc.RpcError as error:
         if error.code() != grpc.StatusCode.DEADLINE_EXCEEDED or rpc != "WatchMatch":
             check_rejection(error)
-    assert snapshot(world.store, world.a.match_id) == before or rpc in ("Deal", "Play")
+            assert stored(world) == before, "a rejected call changed a match"
+            return
+    # Accepted: the bytes were a well-formed request (else INVALID_ARGUMENT), so they parse.
+    request = getattr(pb, f"{rpc}Request").FromString(payload)
+    metadata = world.a.metadata(0)
+    check_accepted(world, rpc, request, before, replay=is_replay(world, rpc, request, metadata))
     assert world.a.view(0).match_id == world.a.match_id
+
+
+@settings(
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(card=cards, rpc=st.sampled_from(["ListPlans", "Play"]), seat=st.sampled_from([0, 1]))
+def test_cards_at_the_enum_edges_are_read_as_that_card_or_refused_as_invalid_card(
+    world: World, card: game_pb2.Card, rpc: str, seat: int
+) -> None:
+    """A well-addressed call with any card: outside the enums it is INVALID_CARD and changes
+    nothing; inside, it is answered for exactly that card (or refused by the game's rules)."""
+    valid = 1 <= card.rank <= max(RANKS) and 1 <= card.suit <= max(SUITS)
+    match = world.b
+    if rpc == "ListPlans":
+        request: object = pb.ListPlansRequest(match_id=match.match_id, card=card)
+    else:
+        request = pb.PlayRequest(match_id=match.match_id, card=card, plan_id=1)
+    before = stored(world)
+    try:
+        response = getattr(world.stub, rpc)(request, metadata=match.metadata(seat), timeout=5)
+    except grpc.RpcError as error:
+        rejection = Rejection.of(error)
+        assert stored(world) == before, "a rejected call changed a match"
+        if valid:
+            assert rejection.code is grpc.StatusCode.FAILED_PRECONDITION, rejection
+        else:
+            assert (rejection.code, rejection.reason) == (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "INVALID_CARD",
+            ), rejection
+            assert list(rejection.field_violations) == ["card"]
+        return
+    assert valid, f"{rpc} accepted rank {card.rank} suit {card.suit}"
+    answered = response.cards[0].card if rpc == "ListPlans" else response.played.card
+    assert (answered.rank, answered.suit) == (card.rank, card.suit)
+    check_accepted(world, rpc, request, before)

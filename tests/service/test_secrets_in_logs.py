@@ -17,6 +17,7 @@ from basra.client.match import MatchClient
 from basra.service import logs
 from basra.service.config import Settings
 from basra.v1 import basra_service_pb2 as pb
+from tests.profiles import examples
 from tests.service.conftest import rpc_error
 from tests.service.driver import play_match
 from tests.support import ServerThread
@@ -32,7 +33,9 @@ def server() -> Iterator[ServerThread]:
 
 
 @settings(
-    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(4),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(seed=st.integers(0, 2**32), choices=st.integers(0, 2**32))
 def test_no_log_line_of_a_whole_match_holds_a_token_or_a_card(

@@ -1,0 +1,335 @@
+"""Every field of the state codec and of the store's record codec at its limits.
+
+A field one byte too narrow passes every round trip of ordinary matches (a carry of 30, a score
+of 140): these states put each field at the largest and smallest value its encoding must hold,
+and the values one past them must be refused, never truncated.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from basra.engine import (
+    ERAM,
+    CorruptStateError,
+    Phase,
+    Profile,
+    State,
+    decode,
+    encode,
+)
+from basra.engine.cards import ALL_CARDS_MASK, CARDS
+from basra.engine.game import new_match
+from basra.engine.profile import RULE_SYSTEMS, match_profile
+from basra.engine.scoring import score_hand
+from basra.engine.state import HandScore
+from basra.service.store import MatchRecord
+from basra.service.store.codec import decode_record, encode_record
+
+U8, U16, U64 = 0xFF, 0xFFFF, 2**64 - 1
+NO_CARDS = ALL_CARDS_MASK  # everything captured by seat 0: hands, floor and stock empty
+
+
+def history(
+    profile: Profile, hands: Sequence[Sequence[tuple[int, int, int]]]
+) -> tuple[HandScore, ...]:
+    """Hand scores from each seat's (cards, specials, basras), dealt as the codec replays them
+    (the first dealer is seat 0)."""
+    carry, out = 0, []
+    for number, seats in enumerate(hands, start=1):
+        score = score_hand(
+            profile,
+            hand=number,
+            dealer=(number - 1) % profile.seats,
+            carry_before=carry,
+            cards=[s[0] for s in seats],
+            specials=[s[1] for s in seats],
+            basras=[s[2] for s in seats],
+        )
+        out.append(score)
+        carry = score.carry_after
+    return tuple(out)
+
+
+def consistent(profile: Profile, scored: tuple[HandScore, ...], **fields: object) -> State:
+    """A state of ``profile`` after the hands ``scored``, all 52 cards in seat 0's pile."""
+    base, _ = new_match(0, profile)
+    seats = profile.seats
+    state = replace(
+        base,
+        phase=Phase.PLAYING,
+        hand_number=len(scored) + 1,
+        dealer=len(scored) % seats,
+        turn=0,
+        hands=((),) * seats,
+        floor=(),
+        stock=(),
+        captured=(NO_CARDS,) + (0,) * (seats - 1),
+        basras=(0,) * seats,
+        last_capturer=None,
+        plays=0,
+        scores=tuple(sum(h.totals[s] for h in scored) for s in range(seats)),
+        carry=scored[-1].carry_after if scored else 0,
+        history=scored,
+        winner=None,
+    )
+    return replace(state, **fields)  # type: ignore[arg-type]
+
+
+def round_trips(state: State) -> State:
+    data = encode(state)
+    decoded = decode(data)
+    assert decoded == state
+    assert encode(decoded) == data
+    return decoded
+
+
+# The profile fields at their limits, each in a profile that is still playable.
+WIDE = Profile(
+    name="x" * 255,
+    seats=2,
+    target=U16,
+    cards_per_deal=26,
+    floor_cards=0,
+    majority_cards=52,
+    majority_points=U8,
+    basra_points=U8,
+)
+NARROW = Profile(
+    name="",
+    seats=2,
+    target=1,
+    cards_per_deal=1,
+    floor_cards=0,
+    majority_cards=1,
+    majority_points=0,
+    basra_points=0,
+)
+FOUR = Profile("four-wide", seats=4, cards_per_deal=13, floor_cards=0, majority_points=U8)
+# One side per seat: consistent() scores seats (partnership profiles score sides).
+PROFILES = [
+    ERAM,
+    *(
+        p
+        for name, system in RULE_SYSTEMS.items()
+        for p in (match_profile(name, n) for n in system.seat_counts)
+        if not p.partnerships
+    ),
+    WIDE,
+    NARROW,
+    FOUR,
+]
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name[:12] or "empty")
+def test_the_profile_round_trips_at_its_limits(profile: Profile) -> None:
+    decoded = round_trips(consistent(profile, ()))
+    assert decoded.profile == profile
+
+
+def test_the_carry_round_trips_at_its_largest_value() -> None:
+    """257 shared top counts at 255 points each carry 65535: the top of its two bytes."""
+    tied = [[(26, 0, 0), (26, 0, 0)]] * 257
+    state = round_trips(consistent(WIDE, history(WIDE, tied)))
+    assert state.carry == U16
+    assert len(state.history) == 257
+
+
+@pytest.mark.parametrize(
+    "profile", [ERAM, match_profile("egyptian", 2), FOUR], ids=lambda p: p.name
+)
+def test_a_carry_beyond_one_byte_round_trips_in_every_profile(profile: Profile) -> None:
+    share = 52 // profile.seats
+    hands = -(-256 // profile.majority_points)  # enough ties to pass 255
+    tied = [[(share, 0, 0)] * profile.seats] * hands
+    state = round_trips(consistent(profile, history(profile, tied)))
+    assert state.carry > U8
+
+
+def test_scores_round_trip_at_their_largest_value() -> None:
+    """255 basras of 255 points and 255 special points in one hand, then 255 more: 65535."""
+    hands = [[(40, 255, 255), (12, 0, 0)], [(40, 255, 0), (12, 0, 0)]]
+    state = round_trips(consistent(WIDE, history(WIDE, hands)))
+    assert state.scores == (U16, 0)
+    assert [(s.specials, s.basras) for s in state.history[0].seats] == [(255, 255), (0, 0)]
+
+
+def test_the_header_round_trips_at_its_largest_values() -> None:
+    base = consistent(ERAM, ())
+    widest = replace(
+        base,
+        seed=U64,
+        hand_number=U16,
+        plays=U8,
+        basras=(U8, U8),
+        last_capturer=1,
+        dealer=1,
+        turn=1,
+    )
+    # hand_number feeds the first dealer of the replayed history: keep the history empty.
+    state = round_trips(widest)
+    assert (state.seed, state.hand_number, state.plays, state.basras) == (U64, U16, U8, (U8, U8))
+
+
+def test_the_header_round_trips_at_its_smallest_values() -> None:
+    base = consistent(NARROW, ())
+    state = round_trips(
+        replace(base, seed=0, hand_number=0, plays=0, dealer=0, turn=0, last_capturer=0)
+    )
+    assert (state.seed, state.hand_number, state.plays, state.carry) == (0, 0, 0, 0)
+    assert state.history == ()
+    assert state.scores == (0, 0)
+
+
+def test_seats_and_cards_round_trip_at_their_limits() -> None:
+    """Four seats; a seat holding all 52 cards; the last seat index as turn and capturer."""
+    base = consistent(FOUR, ())
+    every = tuple(CARDS)
+    state = round_trips(
+        replace(
+            base,
+            hands=(every, (), (), ()),
+            captured=(0, 0, 0, 0),
+            turn=3,
+            dealer=3,
+            last_capturer=3,
+        )
+    )
+    assert state.hands[0] == every
+    assert state.turn == 3
+    on_floor = round_trips(replace(base, floor=every, captured=(0, 0, 0, 0)))
+    assert on_floor.floor == every
+    in_stock = round_trips(replace(base, stock=every[::-1], captured=(0, 0, 0, 0)))
+    assert in_stock.stock == every[::-1]
+    last_pile = round_trips(replace(base, captured=(0, 0, 0, NO_CARDS)))
+    assert last_pile.captured[3] == NO_CARDS
+
+
+def test_a_history_past_the_signed_range_of_its_two_bytes_round_trips() -> None:
+    """32768 hands (2**15), scoring nothing in a profile of zero points."""
+    hands = [[(26, 0, 0), (26, 0, 0)]] * 2**15
+    state = round_trips(consistent(NARROW, history(NARROW, hands)))
+    assert len(state.history) == 2**15
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"seed": U64 + 1},
+        {"hand_number": U16 + 1},
+        {"plays": U8 + 1},
+        {"basras": (U8 + 1, 0)},
+        {"seed": -1},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_one_past_a_field_is_refused_never_truncated(change: dict[str, object]) -> None:
+    state = replace(consistent(ERAM, ()), **change)  # type: ignore[arg-type]
+    with pytest.raises((struct.error, ValueError, OverflowError)):
+        encode(state)
+
+
+def test_a_carry_one_past_two_bytes_is_refused() -> None:
+    tied = [[(26, 0, 0), (26, 0, 0)]] * 258  # 258 * 255 = 65790
+    with pytest.raises((struct.error, ValueError, OverflowError)):
+        encode(consistent(WIDE, history(WIDE, tied)))
+
+
+# -- The store's record ------------------------------------------------------------------------
+
+
+def record(version: int, seats: int, size: int) -> MatchRecord:
+    rng = random.Random(version ^ seats ^ size)
+    blob = rng.randbytes
+    return MatchRecord(
+        match_id="m" * 22,
+        version=version,
+        state=blob(size),
+        token_hashes=tuple(blob(32) for _ in range(seats)),
+        creation=blob(size),
+        requests=tuple(blob(size) for _ in range(seats)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "seats", "size"),
+    [(U64, 4, U16), (U64, U8, 3), (0, 0, 0), (1, 2, 0), (2**63, 4, 1)],
+)
+def test_the_store_record_round_trips_at_its_limits(version: int, seats: int, size: int) -> None:
+    original = record(version, seats, size)
+    data = encode_record(original)
+    assert decode_record(original.match_id, data) == original
+    assert data[:8] == version.to_bytes(8, "big")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"version": U64 + 1},
+        {"state": bytes(U16 + 1)},
+        {"creation": bytes(U16 + 1)},
+        {"requests": (bytes(U16 + 1), b"")},
+        {"token_hashes": (bytes(32),) * (U8 + 1), "requests": (b"",) * (U8 + 1)},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_a_record_field_one_past_its_width_is_refused(change: dict[str, object]) -> None:
+    with pytest.raises((struct.error, ValueError, OverflowError)):
+        encode_record(replace(record(1, 2, 4), **change))  # type: ignore[arg-type]
+
+
+# -- What decode refuses, and why -------------------------------------------------------------
+
+
+def refusal(data: bytes) -> str:
+    with pytest.raises(CorruptStateError) as refused:
+        decode(data)
+    return str(refused.value)
+
+
+def test_each_inconsistency_is_refused_with_its_own_reason() -> None:
+    state = consistent(ERAM, history(ERAM, [[(26, 3, 1), (26, 2, 0)]]))
+    assert decode(encode(state)) == state
+    everything = list(CARDS)
+    # 52 cards counted, but one twice and one missing: the count alone would pass.
+    twice = replace(state, hands=((everything[0],), ()), captured=(NO_CARDS & ~(1 << 51), 0))
+    assert sum(m.bit_count() for m in twice.captured) + 1 == 52
+    assert refusal(encode(twice)) == "state does not hold each of the 52 cards exactly once"
+    one_more = replace(state, floor=(everything[5],))
+    assert refusal(encode(one_more)) == "state does not hold each of the 52 cards exactly once"
+    scores = replace(state, scores=(state.scores[0] + 1, state.scores[1]))
+    assert refusal(encode(scores)) == "match totals do not add up to the hand scores"
+    carry = replace(state, carry=state.carry + 30)
+    assert refusal(encode(carry)) == "carry does not follow from the hand scores"
+    early_winner = replace(state, winner=0)
+    assert refusal(encode(early_winner)) == "winner and phase disagree"
+    no_winner = replace(state, phase=Phase.MATCH_OVER)
+    assert refusal(encode(no_winner)) == "winner and phase disagree"
+
+
+def test_malformed_bytes_are_refused_with_their_reason() -> None:
+    state = consistent(ERAM, ())
+    data = encode(state)
+    assert refusal(data[:-1]) == "state bytes end early"
+    assert refusal(data + b"\0") == "state bytes have trailing data"
+    assert refusal(b"\x09" + data[1:]) == "unknown state format version 9"
+    assert refusal(encode(replace(state, turn=5))) == "state names seat 5 of 2"
+    assert refusal(encode(replace(state, turn=2))) == "state names seat 2 of 2"
+    assert refusal(encode(replace(state, last_capturer=2))) == "state names seat 2 of 2"
+    # Seat 0 holds the last card (index 51), taken from its pile; then that byte becomes 52.
+    last = CARDS[51]
+    held = encode(replace(state, hands=((last,), ()), captured=(NO_CARDS & ~(1 << 51), 0)))
+    assert decode(held).hands[0] == (last,)
+    assert held.count(bytes((1, 51))) == 1, "the hand's length byte and card byte"
+    at = held.index(bytes((1, 51)))
+    assert refusal(held[: at + 1] + bytes((52,)) + held[at + 2 :]) == (
+        "state bytes hold an invalid card"
+    )
+    assert refusal(b"") == "state bytes end early"
+    not_utf8 = data[:2] + b"\xff" + data[3:]  # the profile's name
+    assert refusal(not_utf8).startswith("state bytes do not decode: ")
