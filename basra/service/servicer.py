@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
 import grpc
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import Message
 
 from basra.engine import (
     ERAM,
@@ -113,16 +113,6 @@ class MalformedRequest:
     def __init__(self, message: str) -> None:
         self.message = message
         self.match_id = ""
-
-
-def _parser(message: type[Message]) -> Callable[[bytes], Message | MalformedRequest]:
-    def parse(data: bytes) -> Message | MalformedRequest:
-        try:
-            return message.FromString(data)
-        except DecodeError:
-            return MalformedRequest(message.DESCRIPTOR.full_name)
-
-    return parse
 
 
 def _check_parsed(request: object) -> None:
