@@ -8,6 +8,7 @@ exactly one change.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -152,6 +153,31 @@ class Change:
     version: int
     """The version committed; 0 when unknown: the feed may have missed changes of the match
     (it lost its connection meanwhile) and its events must be read again."""
+
+
+class PendingChanges:
+    """The changes a feed has seen and not yet handed out, shared by both stores' feeds: the
+    feed's source ``put``s them, ``take`` waits for at least one (or the close) and takes all."""
+
+    def __init__(self) -> None:
+        self._pending: list[Change] = []
+        self._wake = asyncio.Event()
+        self._closed = False
+
+    def put(self, change: Change) -> None:
+        self._pending.append(change)
+        self._wake.set()
+
+    async def take(self) -> list[Change]:
+        while not self._pending and not self._closed:
+            await self._wake.wait()
+            self._wake.clear()
+        pending, self._pending = self._pending, []
+        return pending
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
 
 
 class ChangeFeed(Protocol):

@@ -7,7 +7,6 @@ read and its write, which makes it atomic on the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from basra.service.store.base import (
     EventPage,
     MatchRecord,
     NewMatch,
+    PendingChanges,
 )
 
 
@@ -130,14 +130,11 @@ class MemoryFeed:
     def __init__(self, feeds: list[MemoryFeed]) -> None:
         self._feeds = feeds
         self._followed: set[str] = set()
-        self._pending: list[Change] = []
-        self._wake = asyncio.Event()
-        self._closed = False
+        self._changes = PendingChanges()
 
     def changed(self, match_id: str, version: int) -> None:
         if match_id in self._followed:
-            self._pending.append(Change(match_id, version))
-            self._wake.set()
+            self._changes.put(Change(match_id, version))
 
     async def follow(self, match_id: str) -> None:
         self._followed.add(match_id)
@@ -146,14 +143,9 @@ class MemoryFeed:
         self._followed.discard(match_id)
 
     async def changes(self) -> list[Change]:
-        while not self._pending and not self._closed:
-            await self._wake.wait()
-            self._wake.clear()
-        pending, self._pending = self._pending, []
-        return pending
+        return await self._changes.take()
 
     async def close(self) -> None:
-        self._closed = True
-        self._wake.set()
+        self._changes.close()
         if self in self._feeds:
             self._feeds.remove(self)

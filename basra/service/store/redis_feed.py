@@ -27,7 +27,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection
 
 from basra.service.store import keys
-from basra.service.store.base import Change, StoreUnavailableError
+from basra.service.store.base import Change, PendingChanges, StoreUnavailableError
 
 log = logging.getLogger("basra.store")
 
@@ -231,9 +231,7 @@ class RedisFeed:
         self._on_reconnect = on_reconnect
         self._subscribers: dict[str, _Subscriber] = {}
         self._route: dict[bytes, _Subscriber] = {}
-        self._pending: list[Change] = []
-        self._wake = asyncio.Event()
-        self._closed = False
+        self._changes = PendingChanges()
         self._rerouting: asyncio.Task[None] | None = None
 
     async def follow(self, match_id: str) -> None:
@@ -251,15 +249,10 @@ class RedisFeed:
             subscriber.drop(channel)
 
     async def changes(self) -> list[Change]:
-        while not self._pending and not self._closed:
-            await self._wake.wait()
-            self._wake.clear()
-        pending, self._pending = self._pending, []
-        return pending
+        return await self._changes.take()
 
     async def close(self) -> None:
-        self._closed = True
-        self._wake.set()
+        self._changes.close()
         if self._rerouting is not None:
             self._rerouting.cancel()
         for subscriber in self._subscribers.values():
@@ -267,8 +260,7 @@ class RedisFeed:
 
     def report(self, channel: bytes, version: int) -> None:
         if channel in self._route:
-            self._pending.append(Change(keys.match_of_channel(channel), version))
-            self._wake.set()
+            self._changes.put(Change(keys.match_of_channel(channel), version))
 
     def lost(self, subscriber: _Subscriber) -> None:
         """A subscriber lost its connection (it reconnects and reports every channel)."""
