@@ -15,6 +15,7 @@ StoreUnavailableError.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,7 +26,7 @@ from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
 from redis.backoff import ExponentialBackoff
 
 from basra.service.store import keys
@@ -378,7 +379,7 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     # The sentinels get the timeouts and the URL's options (password, TLS), not the pool size.
     sentinel_options = {k: v for k, v in options.items() if k != "max_connections"}
     # redis-py's Sentinel is untyped; master_for returns a Redis client.
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+    sentinel = _Sentinel(  # type: ignore[no-untyped-call]
         list(parsed.sentinels),
         sentinel_kwargs={**sentinel_options, **parsed.options},
         **options,
@@ -386,6 +387,41 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     )
     master: Redis = sentinel.master_for(parsed.master, db=parsed.db)
     return master, sentinel
+
+
+class _Sentinel(Sentinel):
+    """redis-py's Sentinel, whose "no master found" error says why each sentinel failed: its
+    own names only each error's class, which hides a TLS certificate the CA does not sign."""
+
+    async def discover_master(self, service_name: str) -> Any:
+        try:
+            return await super().discover_master(service_name)
+        except MasterNotFoundError:
+            causes = []
+            for sentinel in self.sentinels:
+                try:
+                    await sentinel.ping()
+                except (redis_errors.ConnectionError, redis_errors.TimeoutError) as exc:
+                    options = sentinel.connection_pool.connection_kwargs
+                    where = f"{options.get('host')}:{options.get('port')}"
+                    causes.append(f"sentinel {where}: {_connection_failure(exc)}")
+            causes.append(f"no master {service_name!r} found")
+            raise MasterNotFoundError("; ".join(causes)) from None
+
+
+def _connection_failure(exc: BaseException) -> str:
+    """Why a connection failed, in the fewest words: an untrusted TLS certificate by name."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS certificate not trusted ({cause.verify_message}): check ssl_ca_certs"
+        cause = cause.__cause__ or cause.__context__
+    # redis-py does not always chain the ssl error: its text then holds OpenSSL's verdict.
+    text = str(exc)
+    _, verdict, why = text.partition("certificate verify failed: ")
+    if verdict:
+        return f"TLS certificate not trusted ({why.partition(' (_ssl')[0]}): check ssl_ca_certs"
+    return text
 
 
 def _pack_with_hiredis(client: Redis) -> None:
