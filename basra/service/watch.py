@@ -202,14 +202,14 @@ class WatchStream:
         followed = self._followed
         try:
             await self._watchers._subscribed(followed)
+            self._epoch = followed.epoch
+            self._access_reads = followed.access_reads
+            page = await self._watchers.store.events(followed.match_id, self._after)
+            entries = self._check(page, first=True)  # a match gone is MATCH_NOT_FOUND
             if self._access is not None:
                 # Revoked between the caller's check and the subscription: no wake-up told it.
-                self._access_reads = followed.access_reads
                 found = await self._watchers.store.watch_access((followed.match_id,))
                 self._check_access(found[followed.match_id])
-            self._epoch = followed.epoch
-            page = await self._watchers.store.events(followed.match_id, self._after)
-            entries = self._check(page, first=True)
             while not self._left:
                 for entry in entries:
                     if entry.version <= self._after:
@@ -228,7 +228,9 @@ class WatchStream:
         """The entries after the stream's version, once there are some (or the client left)."""
         followed = self._followed
         while not self._left:
-            if self._access is not None and self._access_reads != followed.access_reads:
+            # A match gone has no watch access either: its streams end MATCH_NOT_FOUND below.
+            access_read = self._access_reads != followed.access_reads
+            if self._access is not None and access_read and not followed.gone:
                 self._access_reads = followed.access_reads
                 self._check_access(followed.access)
             stale = self._epoch != followed.epoch
@@ -393,7 +395,10 @@ class Watchers:
                     if followed is not None:
                         followed.access = access
                         followed.access_reads += 1
-                        followed.wake()
+                        if match_id not in unread:
+                            # Else woken once its events are read: a match gone ends its
+                            # streams MATCH_NOT_FOUND, not WATCH_TOKEN_REVOKED.
+                            followed.wake()
                 if not unread:
                     continue
             reads, unread = unread, {}

@@ -14,9 +14,10 @@ from google.rpc import error_details_pb2
 
 from basra.client.match import MatchClient, Rejection
 from basra.service.store import keys
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
-from tests.service.conftest import new_match, rpc_error
+from tests.service.conftest import BASE, new_match, rpc_error
 from tests.service.driver import play_match
 from tests.service.test_http import TRANSPORTS, Client, RejectedError
 from tests.support import ServerThread, wait_until
@@ -261,3 +262,25 @@ def test_revocation_over_every_transport(
         assert (rejected.value.failure.code, info.reason) == ("PERMISSION_DENIED", "TOKEN_INVALID")
     finally:
         client.close()
+
+
+def test_a_spectators_stream_of_a_match_that_expires_ends_match_not_found() -> None:
+    """The expiry of a match takes its watch access with it: its spectators' streams end as a
+    seat's do, MATCH_NOT_FOUND, not as revoked."""
+    now = [0.0]
+    store = MemoryStore(ttl_s=60, events_maxlen=1000, clock=lambda: now[0])
+    server = ServerThread(BASE, store=store)
+    try:
+        client = new_match(server)
+        spectator = Stream(client, bearer(create(client, 0)))
+        seat = Stream(client, client.metadata(1))
+        wait_until(lambda: spectator.has(1) and seat.has(1), what="both streams are live")
+        now[0] += 61
+        r = Rejection.of(rpc_error(lambda: client.view(0)))  # the store notices the expiry
+        assert r.reason == "MATCH_NOT_FOUND"
+        wait_until(lambda: None not in (spectator.error, seat.error), what="both streams end")
+        for stream in (spectator, seat):
+            r = Rejection.of(stream.error)  # type: ignore[arg-type]
+            assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+    finally:
+        server.stop()
