@@ -25,10 +25,15 @@ call that meets UNAVAILABLE or DEADLINE_EXCEEDED is retried with bounded backoff
 (``RetryPolicy``) and applied once; a rejection is never retried and raises a typed
 ``BasraError`` (see ``basra.client.errors``). ``Seat.watch()`` iterates over the events
 and resumes a dropped stream after the last complete version, so each event comes exactly once.
+
+Spectators: ``match.create_watch_token()`` (or ``Client.create_watch_token``) gives a read-only
+watch token to hand out; ``client.spectate(match_id, watch_token)`` reads the public view,
+score and events with it; ``match.revoke_watch_tokens()`` ends every watch token handed out so
+far (open spectator watches then raise ``AuthError``) and returns the seat's new one.
 """
 
 from basra.client import cards
-from basra.client.aio import AsyncClient, AsyncMatch, AsyncSeat, AsyncWatch
+from basra.client.aio import AsyncClient, AsyncMatch, AsyncSeat, AsyncSpectator, AsyncWatch
 from basra.client.bots import greedy_choice, random_choice
 from basra.client.errors import (
     AuthError,
@@ -43,13 +48,14 @@ from basra.client.errors import (
     VersionMismatchError,
 )
 from basra.client.retry import NO_RETRY, RetryPolicy
-from basra.client.sync import Client, Match, Seat, Watch
+from basra.client.sync import Client, Match, Seat, Spectator, Watch
 
 __all__ = [
     "NO_RETRY",
     "AsyncClient",
     "AsyncMatch",
     "AsyncSeat",
+    "AsyncSpectator",
     "AsyncWatch",
     "AuthError",
     "BasraError",
@@ -63,6 +69,7 @@ __all__ = [
     "RuleViolationError",
     "Seat",
     "ServerError",
+    "Spectator",
     "UnavailableError",
     "VersionMismatchError",
     "Watch",

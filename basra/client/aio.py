@@ -102,6 +102,27 @@ class AsyncClient:
         )
         return AsyncMatch(self, match_id, {view.view.seat: token}).seat(view.view.seat)
 
+    async def create_watch_token(self, match_id: str, seat_token: str) -> str:
+        """A watch token for spectators (see ``Client.create_watch_token``)."""
+        request = pb.CreateWatchTokenRequest(match_id=match_id)
+        response: pb.CreateWatchTokenResponse = await self.call(
+            self.stub.CreateWatchToken, request, _core.bearer(seat_token)
+        )
+        return response.watch_token
+
+    async def revoke_watch_tokens(self, match_id: str, seat_token: str) -> str:
+        """End every watch token of the match handed out so far; the seat's new one (see
+        ``Client.revoke_watch_tokens``)."""
+        request = pb.RevokeWatchTokensRequest(match_id=match_id)
+        response: pb.RevokeWatchTokensResponse = await self.call(
+            self.stub.RevokeWatchTokens, request, _core.bearer(seat_token)
+        )
+        return response.watch_token
+
+    def spectate(self, match_id: str, watch_token: str) -> AsyncSpectator:
+        """A spectator's handle on a match (see ``Client.spectate``)."""
+        return AsyncSpectator(AsyncMatch(self, match_id, {}), watch_token)
+
     async def call(
         self, rpc: Callable[..., Awaitable[R]], request: object, metadata: Metadata
     ) -> R:
@@ -157,6 +178,15 @@ class AsyncMatch:
     def watch(self, seat: int | None = None, after_version: int = 0) -> AsyncWatch:
         return self._any(seat).watch(after_version)
 
+    async def create_watch_token(self, seat: int | None = None) -> str:
+        return await self._any(seat).create_watch_token()
+
+    async def revoke_watch_tokens(self, seat: int | None = None) -> str:
+        return await self._any(seat).revoke_watch_tokens()
+
+    def spectate(self, watch_token: str) -> AsyncSpectator:
+        return self.client.spectate(self.id, watch_token)
+
 
 class AsyncSeat:
     """One seat of a match: every call carries that seat's token (see ``Seat``)."""
@@ -164,6 +194,7 @@ class AsyncSeat:
     def __init__(self, match: AsyncMatch, seat: int, token: str) -> None:
         self.match = match
         self.seat = seat
+        self._token = token
         self._metadata = _core.bearer(token)
 
     def __repr__(self) -> str:
@@ -220,12 +251,47 @@ class AsyncSeat:
         """The match's events after ``after_version`` (see ``Seat.watch``)."""
         return AsyncWatch(self, after_version)
 
+    async def create_watch_token(self) -> str:
+        return await self.match.client.create_watch_token(self.match.id, self._token)
+
+    async def revoke_watch_tokens(self) -> str:
+        return await self.match.client.revoke_watch_tokens(self.match.id, self._token)
+
+
+class AsyncSpectator:
+    """A match seen with a watch token (see ``Spectator``)."""
+
+    def __init__(self, match: AsyncMatch, watch_token: str) -> None:
+        self.match = match
+        self._metadata = _core.bearer(watch_token)
+
+    def __repr__(self) -> str:
+        return f"AsyncSpectator({self.match.id!r})"
+
+    async def view(self) -> game_pb2.MatchView:
+        response: pb.GetMatchResponse = await self.match.client.call(
+            self.match.client.stub.GetMatch,
+            pb.GetMatchRequest(match_id=self.match.id),
+            self._metadata,
+        )
+        return response.view
+
+    async def score(self) -> game_pb2.Scoreboard:
+        response: pb.ScoreResponse = await self.match.client.call(
+            self.match.client.stub.Score, pb.ScoreRequest(match_id=self.match.id), self._metadata
+        )
+        return response.scoreboard
+
+    def watch(self, after_version: int = 0) -> AsyncWatch:
+        """The match's public events after ``after_version`` (see ``Spectator.watch``)."""
+        return AsyncWatch(self, after_version)
+
 
 class AsyncWatch(AsyncIterator[game_pb2.MatchEvent]):
-    """An async iterator of a seat's match events that survives dropped streams (see
-    ``Watch``)."""
+    """An async iterator of a seat's (or a spectator's) match events that survives dropped
+    streams (see ``Watch``)."""
 
-    def __init__(self, seat: AsyncSeat, after_version: int) -> None:
+    def __init__(self, seat: AsyncSeat | AsyncSpectator, after_version: int) -> None:
         self._seat = seat
         self._resumption = _core.Resumption(after_version)
         self._stream: Any = None

@@ -162,13 +162,40 @@ class MatchClient:
         return response
 
     def watch(
-        self, seat: int, after_version: int = 0, timeout: float | None = None
+        self,
+        seat: int,
+        after_version: int = 0,
+        timeout: float | None = None,
+        *,
+        watch_token: str | None = None,
     ) -> Iterator[game_pb2.MatchEvent]:
-        """The match's events for ``seat`` after a version, as they happen."""
+        """The match's events for ``seat`` after a version, as they happen (with
+        ``watch_token``: a spectator's, and ``seat`` is ignored)."""
+        metadata = (
+            (("authorization", f"Bearer {watch_token}"),) if watch_token else self.metadata(seat)
+        )
         stream = self.stub.WatchMatch(
             pb.WatchMatchRequest(match_id=self.match_id, after_version=after_version),
-            metadata=self.metadata(seat),
+            metadata=metadata,
             timeout=timeout,
         )
         for response in stream:
             yield response.event
+
+    def watch_token(self, seat: int) -> str:
+        """``seat``'s watch token for spectators (CreateWatchToken)."""
+        response: pb.CreateWatchTokenResponse = self.stub.CreateWatchToken(
+            pb.CreateWatchTokenRequest(match_id=self.match_id),
+            metadata=self.metadata(seat),
+            timeout=10,
+        )
+        return response.watch_token
+
+    def revoke_watch_tokens(self, seat: int) -> str:
+        """End every watch token handed out so far; ``seat``'s new one (RevokeWatchTokens)."""
+        response: pb.RevokeWatchTokensResponse = self.stub.RevokeWatchTokens(
+            pb.RevokeWatchTokensRequest(match_id=self.match_id),
+            metadata=self.metadata(seat),
+            timeout=10,
+        )
+        return response.watch_token

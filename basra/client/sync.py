@@ -1,5 +1,5 @@
 """The synchronous client: ``Client`` opens matches, ``Match`` holds their seat tokens, ``Seat``
-acts for one seat. See ``basra.client`` for an example."""
+acts for one seat, ``Spectator`` reads with a watch token. See ``basra.client`` for an example."""
 
 from __future__ import annotations
 
@@ -109,6 +109,39 @@ class Client:
         )
         return Match(self, match_id, {view.view.seat: token}).seat(view.view.seat)
 
+    def create_watch_token(self, match_id: str, seat_token: str) -> str:
+        """The read-only watch token of the seat ``seat_token`` belongs to, to hand to
+        spectators: the same on every call until a seat revokes the match's watch tokens.
+
+        Raises:
+            AuthError: the token is not a seat token of the match (a watch token included).
+        """
+        request = pb.CreateWatchTokenRequest(match_id=match_id)
+        response: pb.CreateWatchTokenResponse = self.call(
+            self.stub.CreateWatchToken, request, _core.bearer(seat_token)
+        )
+        return response.watch_token
+
+    def revoke_watch_tokens(self, match_id: str, seat_token: str) -> str:
+        """End every watch token of the match handed out so far (the open spectator streams
+        end with ``AuthError`` / WATCH_TOKEN_REVOKED); returns the seat's new watch token.
+
+        A retried attempt revokes again, so the token returned is the one of the last attempt,
+        the only one that works.
+
+        Raises:
+            AuthError: the token is not a seat token of the match (a watch token included).
+        """
+        request = pb.RevokeWatchTokensRequest(match_id=match_id)
+        response: pb.RevokeWatchTokensResponse = self.call(
+            self.stub.RevokeWatchTokens, request, _core.bearer(seat_token)
+        )
+        return response.watch_token
+
+    def spectate(self, match_id: str, watch_token: str) -> Spectator:
+        """A spectator's handle on a match: its public view, score and events."""
+        return Spectator(Match(self, match_id, {}), watch_token)
+
     def call(self, rpc: Callable[..., R], request: object, metadata: Metadata) -> R:
         """One logical call: the same request (and request id) for every attempt, retried on
         UNAVAILABLE and DEADLINE_EXCEEDED with bounded backoff; a rejection raises at once.
@@ -180,6 +213,18 @@ class Match:
         """The match's events as ``seat`` receives them (see ``Seat.watch``)."""
         return self._any(seat).watch(after_version)
 
+    def create_watch_token(self, seat: int | None = None) -> str:
+        """A watch token for spectators (see ``Client.create_watch_token``)."""
+        return self._any(seat).create_watch_token()
+
+    def revoke_watch_tokens(self, seat: int | None = None) -> str:
+        """End every watch token handed out so far (see ``Client.revoke_watch_tokens``)."""
+        return self._any(seat).revoke_watch_tokens()
+
+    def spectate(self, watch_token: str) -> Spectator:
+        """A spectator's handle on this match (see ``Client.spectate``)."""
+        return self.client.spectate(self.id, watch_token)
+
 
 class Seat:
     """One seat of a match: every call carries that seat's token."""
@@ -187,6 +232,7 @@ class Seat:
     def __init__(self, match: Match, seat: int, token: str) -> None:
         self.match = match
         self.seat = seat
+        self._token = token
         self._metadata = _core.bearer(token)
 
     def __repr__(self) -> str:
@@ -255,9 +301,52 @@ class Seat:
         """
         return Watch(self, after_version)
 
+    def create_watch_token(self) -> str:
+        """This seat's watch token for spectators (see ``Client.create_watch_token``)."""
+        return self.match.client.create_watch_token(self.match.id, self._token)
+
+    def revoke_watch_tokens(self) -> str:
+        """End every watch token handed out so far; this seat's new one (see
+        ``Client.revoke_watch_tokens``)."""
+        return self.match.client.revoke_watch_tokens(self.match.id, self._token)
+
+
+class Spectator:
+    """A match seen with a watch token: the public view, the score and the public events
+    (no seat's cards). Every call carries the watch token (never printed)."""
+
+    def __init__(self, match: Match, watch_token: str) -> None:
+        self.match = match
+        self._metadata = _core.bearer(watch_token)
+
+    def __repr__(self) -> str:
+        return f"Spectator({self.match.id!r})"
+
+    def view(self) -> game_pb2.MatchView:
+        """The public view (``spectator`` set, no hand)."""
+        response: pb.GetMatchResponse = self.match.client.call(
+            self.match.client.stub.GetMatch,
+            pb.GetMatchRequest(match_id=self.match.id),
+            self._metadata,
+        )
+        return response.view
+
+    def score(self) -> game_pb2.Scoreboard:
+        """The scoreboard."""
+        response: pb.ScoreResponse = self.match.client.call(
+            self.match.client.stub.Score, pb.ScoreRequest(match_id=self.match.id), self._metadata
+        )
+        return response.scoreboard
+
+    def watch(self, after_version: int = 0) -> Watch:
+        """The match's public events after ``after_version``, resumed like ``Seat.watch``'s.
+        Once a seat revokes the watch token, iterating raises ``AuthError`` (reason
+        WATCH_TOKEN_REVOKED, or TOKEN_INVALID on a reconnection)."""
+        return Watch(self, after_version)
+
 
 class Watch(Iterator[game_pb2.MatchEvent]):
-    """An iterator of a seat's match events that survives dropped streams.
+    """An iterator of a seat's (or a spectator's) match events that survives dropped streams.
 
     It ends after the match's last event. ``after_version`` is the last version whose events
     all arrived (resume a later watch from it); ``close()`` stops it from another thread.
@@ -267,7 +356,7 @@ class Watch(Iterator[game_pb2.MatchEvent]):
             the policy's reconnections in a row all failed.
     """
 
-    def __init__(self, seat: Seat, after_version: int) -> None:
+    def __init__(self, seat: Seat | Spectator, after_version: int) -> None:
         self._seat = seat
         self._resumption = _core.Resumption(after_version)
         self._stream: grpc.Call | None = None

@@ -1,7 +1,8 @@
 """Seat tokens, API keys, match ids and request ids: the service's secrets and identifiers.
 
 Seat tokens are 256-bit random secrets; a seat's read-only watch token (for spectators) is
-derived from it one way. The store keeps only their SHA-256 (a fast hash is right
+derived from it one way, under the match's current watch salt (a revocation draws a new one).
+The store keeps only their SHA-256 (a fast hash is right
 for high-entropy secrets), tokens are compared in constant time, and nothing here ever logs one.
 The only copy of the tokens the service keeps is inside a match's creation record, encrypted
 under a key derived from the creating request's request_id, so that a retry of that Deal can be
@@ -99,28 +100,50 @@ def viewer_of(token: str, hashes: Sequence[bytes], watch_hashes: Sequence[bytes]
     Raises:
         ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no token matches.
     """
-    presented = token_hash(token)
-    seat = -1
-    spectator = False
-    for index, stored in enumerate(hashes):
-        if hmac.compare_digest(presented, stored):
-            seat = index
-    for stored in watch_hashes:
-        if hmac.compare_digest(presented, stored):
-            spectator = True
+    seat = seat_or_none(token, hashes)
+    spectator = is_one_of(token, watch_hashes)
     if spectator:
         return None
-    if seat < 0:
-        raise ServiceError(
-            grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID", "the seat token is not valid here"
-        )
+    if seat is None:
+        raise token_invalid()
     return seat
 
 
-def watch_token(seat_token: str) -> str:
-    """The read-only watch token of a seat: one-way derived from its seat token (HMAC-SHA256),
-    so every request for it returns the same token and the store keeps only its hash."""
-    raw = hmac.new(seat_token.encode(), b"basra/watch-token", hashlib.sha256).digest()
+def seat_or_none(token: str, hashes: Sequence[bytes]) -> int | None:
+    """The seat whose stored hash matches ``token`` (every hash compared, in constant time)."""
+    presented = token_hash(token)
+    seat = None
+    for index, stored in enumerate(hashes):
+        if hmac.compare_digest(presented, stored):
+            seat = index
+    return seat
+
+
+def is_one_of(token: str, hashes: Sequence[bytes]) -> bool:
+    """Whether ``token``'s hash is one of ``hashes`` (every one compared, in constant time;
+    an empty hash, a seat without a watch token, matches nothing)."""
+    presented = token_hash(token)
+    found = False
+    for stored in hashes:
+        if hmac.compare_digest(presented, stored):
+            found = True
+    return found
+
+
+def token_invalid() -> ServiceError:
+    """The rejection of a token that is none of the match's."""
+    return ServiceError(
+        grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID", "the seat token is not valid here"
+    )
+
+
+def watch_token(seat_token: str, salt: bytes = b"") -> str:
+    """The read-only watch token of a seat under the match's watch ``salt``: one-way derived
+    from its seat token (HMAC-SHA256), so every request for it returns the same token until a
+    revocation draws a new salt, and the store keeps only its hash. ``b""`` is the derivation
+    of the tokens matches kept in their record before RevokeWatchTokens existed."""
+    label = b"basra/watch-token" + (b"/" + salt if salt else b"")
+    raw = hmac.new(seat_token.encode(), label, hashlib.sha256).digest()
     return token_text(raw)
 
 

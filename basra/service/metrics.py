@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -23,6 +23,7 @@ from basra.service.store.base import (
     NewMatch,
     Store,
     StoreFullError,
+    WatchAccess,
 )
 
 T = TypeVar("T")
@@ -199,7 +200,7 @@ class InstrumentedStore:
 
     def __init__(self, store: Store, metrics: Metrics) -> None:
         self.inner = store
-        operations = ("load", "create", "commit", "events", "ping")
+        operations = ("load", "create", "commit", "events", "watch", "ping")
         # Labelled children resolved once: every call of every play goes through here.
         self._latency = {op: metrics.store_latency.labels(op) for op in operations}
         self._errors = {op: metrics.store_errors.labels(op) for op in operations}
@@ -237,6 +238,23 @@ class InstrumentedStore:
 
     async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
         return await self._timed("events", self.inner.events_many(after))
+
+    async def watch_access(self, match_ids: Collection[str]) -> dict[str, WatchAccess | None]:
+        return await self._timed("watch", self.inner.watch_access(match_ids))
+
+    async def swap_watch_access(
+        self,
+        match_id: str,
+        expected: WatchAccess | None,
+        new: WatchAccess,
+        *,
+        finished: bool,
+        revoke: bool,
+    ) -> bool:
+        swap = self.inner.swap_watch_access(
+            match_id, expected, new, finished=finished, revoke=revoke
+        )
+        return await self._timed("watch", swap)
 
     def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:
         return self.inner.feed(on_reconnect)

@@ -159,13 +159,15 @@ class BasraServer:
                     await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
                 self.readiness.serving = False
                 return
+            cause = None
             try:
                 await self.store.ping()
                 state = "ok"
             except StoreFullError:
                 state = "full"
-            except StoreUnavailableError:
+            except StoreUnavailableError as exc:
                 state = "down"
+                cause = str(exc)  # why: refused, timed out, a TLS certificate not trusted
             if state != seen:
                 status = (
                     health_pb2.HealthCheckResponse.SERVING
@@ -177,7 +179,8 @@ class BasraServer:
                 self.readiness.serving = state == "ok"
                 self.metrics.store_up.set(0 if state == "down" else 1)
                 self.metrics.store_full.set(1 if state == "full" else 0)
-                log.log(logging.INFO if state == "ok" else logging.ERROR, messages[state])
+                level = logging.INFO if state == "ok" else logging.ERROR
+                log.log(level, messages[state], extra={"cause": cause} if cause else {})
                 seen = state
             await asyncio.sleep(interval_s)
 

@@ -75,7 +75,9 @@ from basra.service.store import (
     Store,
     StoreFullError,
     StoreUnavailableError,
+    WatchAccess,
 )
+from basra.service.store.base import SALT_BYTES
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 
@@ -85,6 +87,8 @@ CAS_ATTEMPTS: Final = 8
 CreateRequest = pb.DealRequest | pb.CreateMatchRequest
 CreateResponse = TypeVar("CreateResponse", pb.DealResponse, pb.CreateMatchResponse)
 
+_SEAT_CHANGES: Final = frozenset({"Play", "Deal"})
+"""The RPCs that change a match with a seat token (``Servicer._change``)."""
 SERVICE: Final = pb.DESCRIPTOR.services_by_name["BasraService"]
 """The contract's service: the one place RPC names, request and response types come from."""
 RPC_OF_REQUEST: Final[Mapping[str, str]] = {
@@ -171,6 +175,8 @@ class Servicer:
             response = await handler(request, caller)
         except Exception as exc:
             error = _reject(exc)
+            if error.reason == "TOKEN_INVALID" and method in _SEAT_CHANGES:
+                error = await self._watch_token_refused(request, caller, error)
             self._observe(method, request, start, error)
             raise error from exc
         self._observe(method, request, start, None)
@@ -194,6 +200,22 @@ class Servicer:
             raise error from exc
         else:
             self._observe(method, request, start, None)
+
+    async def _watch_token_refused(
+        self, request: Any, caller: Caller, error: ServiceError
+    ) -> ServiceError:
+        """WATCH_TOKEN_READ_ONLY rather than ``error`` (TOKEN_INVALID) when the token of a
+        refused Play or Deal is one of the match's watch tokens: the change path compares only
+        seat tokens (and the watch tokens a record of before RevokeWatchTokens holds)."""
+        try:
+            token = auth.bearer_token(caller.metadata)
+            record = await self._store.load(auth.check_match_id(request.match_id))
+            if record is not None:
+                await self._spectator_salt(record, token)
+                return auth.read_only()
+        except (ServiceError, StoreUnavailableError, StoreFullError):
+            pass
+        return error
 
     def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
         match_id = getattr(request, "match_id", "")
@@ -272,9 +294,7 @@ class Servicer:
                     version=1,
                     state=encode(state),
                     token_hashes=tuple(auth.token_hash(text) for text, _ in tokens),
-                    watch_hashes=tuple(
-                        auth.token_hash(auth.watch_token(text)) for text, _ in tokens
-                    ),
+                    # Watch tokens live in the match's watch access, made on first request.
                     creation=creation,
                     requests=(b"",) * profile.seats,
                 ),
@@ -428,19 +448,89 @@ class Servicer:
     async def CreateWatchToken(
         self, request: pb.CreateWatchTokenRequest, caller: Caller
     ) -> pb.CreateWatchTokenResponse:
-        auth.check_match_id(request.match_id)
+        token, record, seat = await self._seat_of_match(request.match_id, caller)
+        for _ in range(CAS_ATTEMPTS):
+            access = await self._watch_access(record.match_id)
+            if access is None and record.watch_hashes:
+                # A match from before RevokeWatchTokens, never revoked: its record holds the
+                # hashes of the tokens derived without a salt.
+                return pb.CreateWatchTokenResponse(watch_token=auth.watch_token(token))
+            salt = secrets.token_bytes(SALT_BYTES) if access is None else access.salt
+            watch_token = auth.watch_token(token, salt)
+            hashes = list(access.hashes) if access else [b""] * len(record.token_hashes)
+            hashes[seat] = auth.token_hash(watch_token)
+            # Written even when unchanged: the write keeps the access alive with the match.
+            if await self._swap_watch_access(record, access, WatchAccess(salt, tuple(hashes))):
+                return pb.CreateWatchTokenResponse(watch_token=watch_token)
+            record = await self._load(record.match_id)  # raced with another seat: again
+        raise _access_kept_changing(record)
+
+    async def RevokeWatchTokens(
+        self, request: pb.RevokeWatchTokensRequest, caller: Caller
+    ) -> pb.RevokeWatchTokensResponse:
+        token, record, seat = await self._seat_of_match(request.match_id, caller)
+        for _ in range(CAS_ATTEMPTS):
+            access = await self._watch_access(record.match_id)
+            # A new salt: every watch token derived under another one is worthless from now on.
+            salt = secrets.token_bytes(SALT_BYTES)
+            watch_token = auth.watch_token(token, salt)
+            hashes = [b""] * len(record.token_hashes)
+            hashes[seat] = auth.token_hash(watch_token)
+            new = WatchAccess(salt, tuple(hashes))
+            if await self._swap_watch_access(record, access, new, revoke=True):
+                log.info("watch tokens revoked", extra={"match_id": record.match_id, "seat": seat})
+                return pb.RevokeWatchTokensResponse(watch_token=watch_token)
+            record = await self._load(record.match_id)
+        raise _access_kept_changing(record)
+
+    async def _seat_of_match(self, match_id: str, caller: Caller) -> tuple[str, MatchRecord, int]:
+        """The caller's seat token, the match and the seat, for a call that needs a seat.
+
+        Raises:
+            ServiceError: the match_id, TOKEN_MISSING, MATCH_NOT_FOUND, TOKEN_INVALID, or
+                WATCH_TOKEN_READ_ONLY for one of the match's watch tokens.
+        """
+        auth.check_match_id(match_id)
         token = auth.bearer_token(caller.metadata)
-        record = await self._load(request.match_id)
-        auth.seat_of(token, record.token_hashes, record.watch_hashes)
-        if not record.watch_hashes:
-            raise ServiceError(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                "WATCH_TOKENS_UNSUPPORTED",
-                "this match was created before watch tokens existed: it has none",
-                {"match_id": record.match_id},
-            )
-        # The seat's watch token is derived from its seat token: the same on every call.
-        return pb.CreateWatchTokenResponse(watch_token=auth.watch_token(token))
+        record = await self._load(match_id)
+        seat = auth.seat_or_none(token, record.token_hashes)
+        if seat is None:
+            await self._spectator_salt(record, token)
+            raise auth.read_only()
+        return token, record, seat
+
+    async def _watch_access(self, match_id: str) -> WatchAccess | None:
+        return (await self._store.watch_access((match_id,)))[match_id]
+
+    async def _swap_watch_access(
+        self,
+        record: MatchRecord,
+        access: WatchAccess | None,
+        new: WatchAccess,
+        *,
+        revoke: bool = False,
+    ) -> bool:
+        finished = self._states.decode(record.state).winner is not None
+        return await self._store.swap_watch_access(
+            record.match_id, access, new, finished=finished, revoke=revoke
+        )
+
+    async def _spectator_salt(self, record: MatchRecord, token: str) -> bytes:
+        """The watch salt ``token`` is a watch token of the match under (b"": a token of a
+        match from before RevokeWatchTokens, whose record holds its hash).
+
+        Raises:
+            ServiceError: PERMISSION_DENIED / TOKEN_INVALID when it is none of them (revoked
+                tokens included: nothing of them is kept).
+        """
+        access = await self._watch_access(record.match_id)
+        if access is None:
+            hashes, salt = record.watch_hashes, b""
+        else:
+            hashes, salt = access.hashes, access.salt
+        if not auth.is_one_of(token, hashes):
+            raise auth.token_invalid()
+        return salt
 
     async def WatchMatch(
         self, request: pb.WatchMatchRequest, caller: Caller
@@ -461,7 +551,7 @@ class Servicer:
     ) -> AsyncIterator[pb.WatchMatchResponse]:
         if request.after_version < 0:
             raise invalid_argument("after_version", "must be 0 or more")
-        record, seat, state = await self._read_viewer(request.match_id, caller)
+        record, seat, salt, state = await self._viewer(request.match_id, caller)
         if request.after_version > record.version:
             # Not INVALID_ARGUMENT: the client saw those versions, then the store went back to an
             # older snapshot. OUT_OF_RANGE tells it to reload and resume (proto/README.md).
@@ -474,7 +564,9 @@ class Servicer:
             )
         if state.winner is not None and request.after_version >= record.version:
             return  # the match is over and everything was sent
-        stream = self._watchers.open(record.match_id, seat, request.after_version)
+        # A spectator's stream ends once its watch token stops working (WATCH_TOKEN_REVOKED).
+        access = salt if seat is None else None
+        stream = self._watchers.open(record.match_id, seat, request.after_version, access)
         # A stream waiting on an idle match writes nothing, so its transport would never notice
         # the client leave: the end of the call releases the stream's place at once.
         caller.ended.add_done_callback(lambda _: stream.leave())
@@ -523,11 +615,21 @@ class Servicer:
         self, match_id: str, caller: Caller
     ) -> tuple[MatchRecord, int | None, State]:
         """The match, the caller's seat (None for a spectator's watch token) and the state."""
+        record, seat, _, state = await self._viewer(match_id, caller)
+        return record, seat, state
+
+    async def _viewer(
+        self, match_id: str, caller: Caller
+    ) -> tuple[MatchRecord, int | None, bytes, State]:
+        """The match, the caller's seat (None for a spectator's watch token), the watch salt
+        of a spectator's token (b"" for a seat) and the state."""
         auth.check_match_id(match_id)
         token = auth.bearer_token(caller.metadata)
         record = await self._load(match_id)
-        seat = auth.viewer_of(token, record.token_hashes, record.watch_hashes)
-        return record, seat, self._states.decode(record.state)
+        seat = auth.seat_or_none(token, record.token_hashes)
+        # Only a token that is no seat's costs a read of the watch access.
+        salt = b"" if seat is not None else await self._spectator_salt(record, token)
+        return record, seat, salt, self._states.decode(record.state)
 
     async def _change(
         self,
@@ -741,6 +843,15 @@ def _not_found(match_id: str) -> ServiceError:
         "MATCH_NOT_FOUND",
         f"no match {match_id!r}: it never existed or has expired",
         {"match_id": match_id},
+    )
+
+
+def _access_kept_changing(record: MatchRecord) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.ABORTED,
+        "VERSION_MISMATCH",
+        "the match's watch tokens kept changing under this call: call it again",
+        {"current_version": record.version},
     )
 
 

@@ -17,12 +17,17 @@ What each stream guarantees, whatever the feed does:
   meanwhile is sent, and nothing twice.
 - A client that leaves releases its place at once (``WatchStream.leave``, from the call's done
   callback): the match is unfollowed when its last stream goes.
+- A spectator's stream ends with PERMISSION_DENIED / WATCH_TOKEN_REVOKED once its watch token
+  stops working: it checks the match's watch access once subscribed, and again each time the
+  feed reports the match with version 0 (a revocation publishes that, and a reconnection
+  reports every match so), which the reader reads once for all streams of the match.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 from collections.abc import AsyncIterator
 from typing import Final
@@ -32,7 +37,7 @@ import grpc
 from basra.service import convert, records
 from basra.service.errors import ServiceError
 from basra.service.metrics import Metrics
-from basra.service.store import EventEntry, Store, StoreUnavailableError
+from basra.service.store import EventEntry, Store, StoreUnavailableError, WatchAccess
 from basra.service.store.base import Change, ChangeFeed, EventPage
 from basra.v1 import basra_service_pb2 as pb
 
@@ -75,11 +80,29 @@ class _Entry:
 class _Followed:
     """A match that streams of this replica watch."""
 
-    __slots__ = ("epoch", "gone", "latest", "match_id", "ready", "recent", "streams", "waiters")
+    __slots__ = (
+        "access",
+        "access_reads",
+        "epoch",
+        "gone",
+        "latest",
+        "match_id",
+        "ready",
+        "recent",
+        "spectators",
+        "streams",
+        "waiters",
+    )
 
     def __init__(self, match_id: str) -> None:
         self.match_id = match_id
         self.streams = 0
+        self.spectators = 0
+        """How many of the streams are spectators' (they end when their watch token does)."""
+        self.access: WatchAccess | None = None
+        """The watch access as the reader last read it."""
+        self.access_reads = 0
+        """Grows each time the reader has read ``access`` again."""
         self.latest = 0
         """The highest version known to exist (0: not known yet)."""
         self.epoch = 0
@@ -119,6 +142,8 @@ class WatchStream:
     """One WatchMatch stream's place in the fan-out: iterate it for the responses."""
 
     __slots__ = (
+        "_access",
+        "_access_reads",
         "_after",
         "_epoch",
         "_followed",
@@ -129,11 +154,22 @@ class WatchStream:
         "_watchers",
     )
 
-    def __init__(self, watchers: Watchers, match_id: str, seat: int | None, after: int) -> None:
+    def __init__(
+        self,
+        watchers: Watchers,
+        match_id: str,
+        seat: int | None,
+        after: int,
+        access: bytes | None = None,
+    ) -> None:
         self._watchers = watchers
         self._followed = watchers._join(match_id)
         self._seat = seat
         self._after = after
+        self._access = access
+        self._access_reads = 0
+        if access is not None:
+            self._followed.spectators += 1
         self._epoch = 0
         self._waiter: asyncio.Future[None] | None = None
         self._left = False
@@ -149,6 +185,8 @@ class WatchStream:
     def _release(self) -> None:
         if not self._released:
             self._released = True
+            if self._access is not None:
+                self._followed.spectators -= 1
             self._watchers._leave(self._followed)
 
     async def responses(self) -> AsyncIterator[pb.WatchMatchResponse]:
@@ -157,15 +195,21 @@ class WatchStream:
 
         Raises:
             ServiceError: NOT_FOUND / MATCH_NOT_FOUND (the match expired), OUT_OF_RANGE /
-                HISTORY_TRIMMED (events after ``after`` are no longer kept).
+                HISTORY_TRIMMED (events after ``after`` are no longer kept), PERMISSION_DENIED
+                / WATCH_TOKEN_REVOKED (a spectator's watch token stopped working).
             StoreUnavailableError: the first read failed.
         """
         followed = self._followed
         try:
             await self._watchers._subscribed(followed)
             self._epoch = followed.epoch
+            self._access_reads = followed.access_reads
             page = await self._watchers.store.events(followed.match_id, self._after)
-            entries = self._check(page, first=True)
+            entries = self._check(page, first=True)  # a match gone is MATCH_NOT_FOUND
+            if self._access is not None:
+                # Revoked between the caller's check and the subscription: no wake-up told it.
+                found = await self._watchers.store.watch_access((followed.match_id,))
+                self._check_access(found[followed.match_id])
             while not self._left:
                 for entry in entries:
                     if entry.version <= self._after:
@@ -184,6 +228,11 @@ class WatchStream:
         """The entries after the stream's version, once there are some (or the client left)."""
         followed = self._followed
         while not self._left:
+            # A match gone has no watch access either: its streams end MATCH_NOT_FOUND below.
+            access_read = self._access_reads != followed.access_reads
+            if self._access is not None and access_read and not followed.gone:
+                self._access_reads = followed.access_reads
+                self._check_access(followed.access)
             stale = self._epoch != followed.epoch
             if followed.latest > self._after or followed.gone or stale:
                 cached = None if followed.gone or stale else followed.cached_after(self._after)
@@ -207,6 +256,21 @@ class WatchStream:
             await self._waiter
             self._waiter = None
         return []
+
+    def _check_access(self, access: WatchAccess | None) -> None:
+        """End a spectator's stream whose watch token no longer works: the match's watch salt
+        is not the one the token was derived under (b"": the salt-less tokens of a match from
+        before RevokeWatchTokens, valid while it has no watch access)."""
+        assert self._access is not None
+        current = b"" if access is None else access.salt
+        if not hmac.compare_digest(current, self._access):
+            match_id = self._followed.match_id
+            raise ServiceError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "WATCH_TOKEN_REVOKED",
+                "this watch token was revoked: ask a seat for a new one",
+                {"match_id": match_id},
+            )
 
     def _check(self, page: EventPage, *, first: bool) -> list[_Entry]:
         match_id = self._followed.match_id
@@ -243,11 +307,13 @@ class Watchers:
         self._reconnects = metrics.watch_reconnects
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def open(self, match_id: str, seat: int | None, after_version: int) -> WatchStream:
+    def open(
+        self, match_id: str, seat: int | None, after_version: int, access: bytes | None = None
+    ) -> WatchStream:
         """A stream of the match's events after ``after_version`` for ``seat`` (None: a
-        spectator). The caller iterates ``responses()`` and calls ``leave()`` when the client
-        goes."""
-        return WatchStream(self, match_id, seat, after_version)
+        spectator, whose watch token is valid under the watch salt ``access``). The caller
+        iterates ``responses()`` and calls ``leave()`` when the client goes."""
+        return WatchStream(self, match_id, seat, after_version, access)
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -306,12 +372,35 @@ class Watchers:
     async def _read(self, feed: ChangeFeed) -> None:
         """The shared reader: read each changed match once, then wake its streams."""
         unread: dict[str, int] = {}
+        recheck: set[str] = set()
         failures = 0
         while True:
-            if not unread:
+            if not unread and not recheck:
                 for change in await feed.changes():
-                    self._note(change, unread)
+                    self._note(change, unread, recheck)
                 continue
+            if recheck:
+                checks, recheck = recheck, set()
+                try:
+                    accesses = await self.store.watch_access(checks)
+                except Exception as exc:
+                    if not isinstance(exc, StoreUnavailableError):
+                        log.error("watch reader failed to read watch access", exc_info=exc)
+                    recheck = checks
+                    await asyncio.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])
+                    failures += 1
+                    continue
+                for match_id, access in accesses.items():
+                    followed = self._matches.get(match_id)
+                    if followed is not None:
+                        followed.access = access
+                        followed.access_reads += 1
+                        if match_id not in unread:
+                            # Else woken once its events are read: a match gone ends its
+                            # streams MATCH_NOT_FOUND, not WATCH_TOKEN_REVOKED.
+                            followed.wake()
+                if not unread:
+                    continue
             reads, unread = unread, {}
             try:
                 pages = await self.store.events_many(reads)
@@ -335,10 +424,12 @@ class Watchers:
                     followed.remember(page.entries)
                 followed.wake()
 
-    def _note(self, change: Change, unread: dict[str, int]) -> None:
+    def _note(self, change: Change, unread: dict[str, int], recheck: set[str]) -> None:
         followed = self._matches.get(change.match_id)
         if followed is None:
             return
+        if change.version == 0 and followed.spectators:
+            recheck.add(change.match_id)  # a revocation, or a reconnection that may hide one
         if change.version and change.version <= followed.latest:
             return  # already known (a duplicate, or a stream read it first)
         if followed.latest == 0:

@@ -86,8 +86,8 @@ class Recorder:
             and outcome.response.get("seatTokens")
         ):
             self._learn(outcome.response)
-        if rpc == "CreateWatchToken" and outcome.response:
-            self.secrets[outcome.response["watchToken"]] = f"{{{{token:watch{seat}}}}}"
+        if rpc in ("CreateWatchToken", "RevokeWatchTokens") and outcome.response:
+            self._learn_watch_token(outcome.response["watchToken"], seat)
         step["expect"] = self._expectation(rpc, outcome, keep)
         problems = self.session.check(step, outcome)
         assert not problems, problems
@@ -106,6 +106,18 @@ class Recorder:
         self.secrets[response["matchId"]] = "{{match_id}}"
         for token in response["seatTokens"]:
             self.secrets[token["token"]] = f"{{{{token:{token.get('seat', 0)}}}}}"
+
+    def _learn_watch_token(self, token: str, seat: int | None) -> None:
+        """Seat 0's first watch token is {{token:watch0}}, a newer one (after a revocation)
+        {{token:watch0-2}}, and so on."""
+        if token in self.secrets:
+            return
+        names = set(self.secrets.values())
+        name, generation = f"{{{{token:watch{seat}}}}}", 1
+        while name in names:
+            generation += 1
+            name = f"{{{{token:watch{seat}-{generation}}}}}"
+        self.secrets[token] = name
 
     def _abstract(self, value: Json) -> Json:
         if isinstance(value, dict):
@@ -396,7 +408,10 @@ def errors_seeds_disabled(rec: Recorder) -> None:
     {"store": "redis", "settings": SEEDED},
     "Spectators: CreateWatchToken (a retry returns the same token, each seat has its own); the "
     "watch token reads GetMatch (spectator view, no hand), Score and WatchMatch (no dealt "
-    "cards) and is refused WATCH_TOKEN_READ_ONLY by Play, ListPlans, Deal and CreateWatchToken.",
+    "cards) and is refused WATCH_TOKEN_READ_ONLY by Play, ListPlans, Deal, CreateWatchToken and "
+    "RevokeWatchTokens. RevokeWatchTokens ends both seats' watch tokens (TOKEN_INVALID from "
+    "then on) and answers the caller's new one, which CreateWatchToken then returns; a retry "
+    "revokes again.",
 )
 def spectator(rec: Recorder) -> None:
     rec.create(17)
@@ -415,9 +430,20 @@ def spectator(rec: Recorder) -> None:
         ("ListPlans", {"matchId": mid}),
         ("Deal", {"matchId": mid}),
         ("CreateWatchToken", {"matchId": mid}),
+        ("RevokeWatchTokens", {"matchId": mid}),
     ]:
         rec.reject(rpc, request, "WATCH_TOKEN_READ_ONLY", metadata=watcher)
     rec.call("GetMatch", {"matchId": mid}, seat=0, keep="version", note="nothing changed")
+    rec.call("RevokeWatchTokens", {"matchId": mid}, seat=1, note="seat 1's new watch token")
+    for old in ("watch0", "watch1"):
+        revoked = {"authorization": f"Bearer {{{{token:{old}}}}}"}
+        rec.reject("GetMatch", {"matchId": mid}, "TOKEN_INVALID", metadata=revoked)
+    fresh = {"authorization": "Bearer {{token:watch1-2}}"}
+    rec.call("GetMatch", {"matchId": mid}, metadata=fresh, keep="version", note="it reads")
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=1, note="the same new token")
+    rec.call("CreateWatchToken", {"matchId": mid}, seat=0, note="seat 0's new watch token")
+    rec.call("RevokeWatchTokens", {"matchId": mid}, seat=1, note="a retry: revoked again")
+    rec.reject("GetMatch", {"matchId": mid}, "TOKEN_INVALID", metadata=fresh)
 
 
 @scenario(

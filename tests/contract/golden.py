@@ -64,6 +64,7 @@ RPCS: Final = (
     "CreateMatch",
     "ListRules",
     "CreateWatchToken",
+    "RevokeWatchTokens",
 )
 CALL_TIMEOUT_S: Final = 10.0
 

@@ -22,9 +22,10 @@ BY_NAME = {path.stem: golden.load(path) for path in VECTORS}
 NOT_DETERMINISTIC = {"UNSPECIFIED", "STATE_CORRUPT", "INTERNAL"}
 # Reasons no contract client can provoke by its requests alone, each proved elsewhere: a request
 # that never finishes arriving (raw HTTP/2: tests/service/test_half_open_requests.py), a Redis
-# out of memory (tests/service/test_store_full.py), and a match stored by a server from before
-# watch tokens (tests/service/test_spectator.py).
-NO_VECTOR = {"REQUEST_TIMEOUT", "STORE_FULL", "WATCH_TOKENS_UNSUPPORTED"}
+# out of memory (tests/service/test_store_full.py), a stream that is open when its watch token
+# is revoked (a vector's steps run one after another: tests/service/test_watch_revocation.py);
+# and one no server sends any more (WATCH_TOKENS_UNSUPPORTED).
+NO_VECTOR = {"REQUEST_TIMEOUT", "STORE_FULL", "WATCH_TOKEN_REVOKED", "WATCH_TOKENS_UNSUPPORTED"}
 
 
 def errors_of(vector: Json) -> list[Json]:

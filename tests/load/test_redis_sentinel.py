@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import shutil
 import subprocess
@@ -10,15 +11,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 import redis
 
-from basra.client.match import MatchClient
+from basra.client.match import MatchClient, Rejection
+from basra.service import logs
 from basra.service.config import Settings
 from basra.service.store import keys
 from basra.service.store.redis import RedisStore, parse_sentinel_url, sentinel_master
+from tests.service.conftest import rpc_error
 from tests.service.driver import engine_replay, play_match, stored_state
-from tests.support import REDIS_SERVER, RedisProcess, ServerThread, free_port
+from tests.support import REDIS_SERVER, RedisProcess, ServerThread, free_port, wait_until
 
 
 @pytest.fixture
@@ -106,7 +110,7 @@ def test_a_rediss_sentinel_url_means_tls_to_the_sentinels_and_the_master() -> No
 
 def test_the_store_opens_tls_connections_to_sentinels_and_master() -> None:
     """Built from a rediss+sentinel URL (nothing is connected until a call), every client the
-    store holds speaks TLS with the URL's CA; a real TLS sentinel is not run here."""
+    store holds speaks TLS with the URL's CA (a real TLS sentinel: the tests below)."""
     from redis.asyncio import Redis
     from redis.asyncio.connection import SSLConnection
     from redis.asyncio.sentinel import SentinelManagedSSLConnection
@@ -138,3 +142,151 @@ def test_the_store_opens_tls_connections_to_sentinels_and_master() -> None:
             await store.close()
 
     asyncio.run(check())
+
+
+# -- TLS: a TLS-only master and a TLS-only sentinel, certificates made at test time ----------------
+
+OPENSSL = shutil.which("openssl")
+
+
+def make_ca(directory: Path, name: str) -> tuple[Path, Path, Path]:
+    """A certificate authority and a server certificate it signed for 127.0.0.1 (openssl CLI):
+    (CA certificate, server certificate, server key)."""
+    assert OPENSSL, "the openssl command line tool is required (Debian package openssl)"
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key, ca, key = directory / "ca.key", directory / "ca.pem", directory / "server.key"
+    csr, cert, ext = directory / "server.csr", directory / "server.pem", directory / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+
+    def openssl(*args: str | Path) -> None:
+        assert OPENSSL
+        subprocess.run([OPENSSL, *args], check=True, capture_output=True, timeout=60)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+            "-days", "2", "-subj", f"/CN={name}")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
+            "-subj", "/CN=127.0.0.1")  # fmt: skip
+    openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+            "-out", cert, "-days", "2", "-extfile", ext)  # fmt: skip
+    return ca, cert, key
+
+
+def tls_args(ca: Path, cert: Path, key: Path) -> list[str]:
+    return [
+        "--tls-cert-file", str(cert),
+        "--tls-key-file", str(key),
+        "--tls-ca-cert-file", str(ca),
+        "--tls-auth-clients", "no",
+    ]  # fmt: skip
+
+
+def tls_client(port: int, ca: Path) -> redis.Redis:
+    return redis.Redis(port=port, ssl=True, ssl_ca_certs=str(ca), socket_timeout=2)
+
+
+def answers(client: redis.Redis, *command: str) -> bool:
+    try:
+        return bool(client.execute_command(*command))  # type: ignore[no-untyped-call]
+    except redis.ConnectionError:
+        return False
+
+
+@pytest.fixture
+def tls_sentinel(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
+    """A master and a sentinel monitoring it as "basra-master", both TLS only (no plain-text
+    port): (master port, sentinel port, the CA certificate that signed both)."""
+    assert REDIS_SERVER
+    ca, cert, key = make_ca(tmp_path / "pki", "basra-test-ca")
+    master_port, sentinel_port = free_port(), free_port()
+    master = [REDIS_SERVER, "--port", "0", "--tls-port", str(master_port), "--bind", "127.0.0.1",
+              "--save", "", "--dir", str(tmp_path), *tls_args(ca, cert, key)]  # fmt: skip
+    processes = [subprocess.Popen(master, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        wait_until(lambda: answers(tls_client(master_port, ca), "PING"), what="the TLS master")
+        config = tmp_path / "sentinel.conf"
+        config.write_text(
+            f"port 0\ntls-port {sentinel_port}\nbind 127.0.0.1\ndir {tmp_path}\n"
+            f"tls-cert-file {cert}\ntls-key-file {key}\ntls-ca-cert-file {ca}\n"
+            "tls-auth-clients no\ntls-replication yes\n"
+            f"sentinel monitor basra-master 127.0.0.1 {master_port} 1\n"
+        )
+        processes.append(
+            subprocess.Popen(
+                [REDIS_SERVER, str(config), "--sentinel"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        probe = tls_client(sentinel_port, ca)
+        wait_until(
+            lambda: answers(probe, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "basra-master"),
+            what="the TLS sentinel",
+        )
+        yield master_port, sentinel_port, ca
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def test_a_match_plays_through_a_tls_sentinel_to_a_tls_master(
+    tls_sentinel: tuple[int, int, Path],
+) -> None:
+    """Neither Redis has a plain-text port, so a match that plays went over TLS both ways."""
+    master_port, sentinel_port, ca = tls_sentinel
+    for port in (master_port, sentinel_port):
+        assert not answers(redis.Redis(port=port, socket_timeout=2), "PING")  # TLS only
+    server = ServerThread(
+        Settings(
+            redis_url=f"rediss+sentinel://127.0.0.1:{sentinel_port}/basra-master?ssl_ca_certs={ca}",
+            allow_seeds=True,
+            metrics_port=None,
+        )
+    )
+    try:
+        client, _ = MatchClient.create(server.channel, seed=5)
+        played = play_match(client, random.Random(5), stop=lambda v: v.version >= 20)
+        # WatchMatch's reader subscribes over TLS as well.
+        events = client.watch(0, 0, timeout=10)
+        assert [next(events).version for _ in range(3)] == [1, 2, 3]
+    finally:
+        server.stop()
+    master = tls_client(master_port, ca)
+    assert master.exists(keys.match_key(client.match_id))
+    assert stored_state(master, client.match_id)[1] == engine_replay(5, played.plays)
+
+
+def test_a_tls_sentinel_with_the_wrong_ca_is_refused_with_a_clear_error(
+    tls_sentinel: tuple[int, int, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, sentinel_port, _ = tls_sentinel
+    other_ca, _, _ = make_ca(tmp_path / "other-pki", "some-other-ca")
+    server = ServerThread(
+        Settings(
+            redis_url=(
+                f"rediss+sentinel://127.0.0.1:{sentinel_port}/basra-master?ssl_ca_certs={other_ca}"
+            ),
+            allow_seeds=True,
+            metrics_port=None,
+        )
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="basra"):
+            error = rpc_error(lambda: MatchClient.create(server.channel, seed=5))
+            wait_until(
+                lambda: any(r.name == "basra.server" for r in caplog.records),
+                what="the health check's verdict",
+            )
+        rejection = Rejection.of(error)
+        assert (rejection.code, rejection.reason) == (
+            grpc.StatusCode.UNAVAILABLE,
+            "STORE_UNAVAILABLE",
+        )
+        # What an operator reads: the call's warning and the health check's error say why, in
+        # the part of the field the JSON log keeps.
+        logged = {r.name: str(logs.clip(getattr(r, "cause", ""))) for r in caplog.records}
+        for logger in ("basra.rpc", "basra.server"):
+            said = logged[logger]
+            assert f"sentinel 127.0.0.1:{sentinel_port}: TLS certificate not trusted" in said
+    finally:
+        server.stop()

@@ -568,3 +568,92 @@ def test_a_play_sent_while_the_server_restarts_is_applied_once_it_is_back(
     assert len(set(see.request_ids)) == 1  # every attempt carried the same request id
     assert after.version == response.view.version == before.version + 1
     assert len(after.hand) == len(before.hand) - 1
+
+
+# -- Spectators: watch tokens, spectating, revocation --------------------------------------------
+
+
+def test_a_spectator_watches_through_the_sync_client_until_a_seat_revokes_its_token(
+    any_server: ServerThread,
+) -> None:
+    with Client(channel=any_server.channel, retry=PATIENT) as client:
+        match = client.create_match(seed=21)
+        token = match.create_watch_token()
+        assert match.create_watch_token() == token  # the same until revoked
+        assert client.create_watch_token(match.id, match.tokens[1]) not in (token, "")
+        spectator = client.spectate(match.id, token)
+        view = spectator.view()
+        assert view.spectator
+        assert not view.hand
+        assert spectator.score() == match.score()
+        events: queue.Queue[game_pb2.MatchEvent | BaseException] = queue.Queue()
+
+        def follow() -> None:
+            try:
+                for event in spectator.watch():
+                    events.put(event)
+            except BaseException as error:  # handed to the test thread
+                events.put(error)
+
+        threading.Thread(target=follow, daemon=True).start()
+        play_to_end(match, moves=3)
+        seen = [events.get(timeout=20) for _ in range(4)]  # the deal and three plays
+        assert [e.version for e in seen if isinstance(e, game_pb2.MatchEvent)] == [1, 2, 3, 4]
+        assert not seen[0].hand_started.your_cards  # type: ignore[union-attr]
+        new = match.revoke_watch_tokens(seat=1)
+        ended = events.get(timeout=20)
+        assert isinstance(ended, AuthError)
+        assert (ended.code, ended.reason) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "WATCH_TOKEN_REVOKED",
+        )
+        with pytest.raises(AuthError) as refused:
+            spectator.view()
+        assert refused.value.reason == "TOKEN_INVALID"
+        assert match.seat(1).create_watch_token() == new
+        assert client.spectate(match.id, new).view().version == match.view().version
+        with pytest.raises(AuthError) as read_only:
+            client.revoke_watch_tokens(match.id, new)
+        assert read_only.value.reason == "WATCH_TOKEN_READ_ONLY"
+
+
+def test_a_revocation_whose_answer_was_lost_returns_the_token_of_the_retry(
+    server: ServerThread,
+) -> None:
+    """The client retries a RevokeWatchTokens whose answer was lost; the retry revokes again
+    and its token, the one returned, is the one CreateWatchToken now gives."""
+    lose = LoseFirstAnswer("RevokeWatchTokens")
+    with Client(channel=grpc.intercept_channel(server.channel, lose)) as client:
+        match = client.create_match(seed=4)
+        before = match.create_watch_token()
+        new = match.revoke_watch_tokens()
+        assert len(lose.attempts) == 2
+        assert match.create_watch_token() == new
+        with pytest.raises(AuthError):
+            client.spectate(match.id, before).view()
+        assert client.spectate(match.id, new).view().spectator
+
+
+def test_a_spectator_watches_through_the_asyncio_client_until_revoked(
+    server: ServerThread,
+) -> None:
+    async def main() -> None:
+        async with AsyncClient(server.target) as client:
+            match = await client.create_match(seed=22)
+            token = await match.create_watch_token()
+            assert await client.create_watch_token(match.id, match.tokens[0]) == token
+            spectator = client.spectate(match.id, token)
+            assert (await spectator.view()).spectator
+            assert await spectator.score() == await match.score()
+            watch = spectator.watch()
+            first = await asyncio.wait_for(watch.__anext__(), 20)
+            assert first.version == 1
+            assert not first.hand_started.your_cards
+            new = await match.revoke_watch_tokens(seat=0)
+            with pytest.raises(AuthError) as ended:
+                await asyncio.wait_for(watch.__anext__(), 20)
+            assert ended.value.reason == "WATCH_TOKEN_REVOKED"
+            assert (await match.spectate(new).view()).spectator
+            assert await client.revoke_watch_tokens(match.id, match.tokens[1]) != new
+
+    asyncio.run(main())

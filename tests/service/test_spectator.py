@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import random
 import uuid
 from dataclasses import replace
@@ -140,30 +141,63 @@ def test_a_spectators_stream_carries_no_seats_cards(server: ServerThread) -> Non
 def test_the_watch_token_is_stored_only_as_a_hash(server: ServerThread) -> None:
     client = new_match(server)
     token = watch_token(client, 0)
-    stored = redis.Redis.from_url(server.settings.redis_url or "").get(
-        keys.match_key(client.match_id)
-    )
-    assert isinstance(stored, bytes)
-    assert token.encode() not in stored
-    assert base64.urlsafe_b64decode(token + "=") not in stored
-    assert auth.token_hash(token) in stored
+    direct = redis.Redis.from_url(server.settings.redis_url or "")
+    record = direct.get(keys.match_key(client.match_id))
+    access = direct.get(keys.watch_key(client.match_id))
+    assert isinstance(record, bytes)
+    assert isinstance(access, bytes)
+    for stored in (record, access):
+        assert token.encode() not in stored
+        assert base64.urlsafe_b64decode(token + "=") not in stored
+    assert auth.token_hash(token) in access
 
 
-def test_a_match_from_before_watch_tokens_plays_on_and_says_it_has_none(
+def test_a_match_from_before_revocation_keeps_its_watch_tokens_until_revoked(
     server: ServerThread,
 ) -> None:
+    """A record written by the previous server version holds the hashes of salt-less watch
+    tokens: they keep working, and are handed out again, until a seat revokes them."""
     client = new_match(server, seed=4)
     direct = redis.Redis.from_url(server.settings.redis_url or "")
     key = keys.match_key(client.match_id)
     stored = direct.get(key)
     assert isinstance(stored, bytes)
-    old = encode_record(replace(decode_record(client.match_id, stored), watch_hashes=()))
-    direct.set(key, old)  # the record as the previous server version wrote it
-    r = Rejection.of(rpc_error(lambda: watch_token(client, 0)))
-    assert (r.code, r.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WATCH_TOKENS_UNSUPPORTED")
-    assert r.metadata == {"match_id": client.match_id}
+    old_tokens = [auth.watch_token(client.tokens[seat]) for seat in (0, 1)]
+    hashes = tuple(auth.token_hash(t) for t in old_tokens)
+    direct.set(
+        key, encode_record(replace(decode_record(client.match_id, stored), watch_hashes=hashes))
+    )
+    assert [watch_token(client, seat) for seat in (0, 1)] == old_tokens
+    match = pb.GetMatchRequest(match_id=client.match_id)
+    assert client.stub.GetMatch(match, metadata=bearer(old_tokens[1])).view.spectator
+    revoked = client.stub.RevokeWatchTokens(
+        pb.RevokeWatchTokensRequest(match_id=client.match_id), metadata=client.metadata(0)
+    )
+    for old in old_tokens:
+        r = Rejection.of(
+            rpc_error(functools.partial(client.stub.GetMatch, match, metadata=bearer(old)))
+        )
+        assert (r.code, r.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID")
+    assert client.stub.GetMatch(match, metadata=bearer(revoked.watch_token)).view.spectator
+    assert watch_token(client, 0) == revoked.watch_token
     play_match(client, random.Random(1), stop=lambda v: v.version >= 3)
     assert client.view(1).version == 3
+
+
+def test_a_match_whose_record_has_no_watch_tokens_gets_them(server: ServerThread) -> None:
+    """Matches from before CreateWatchToken (and every match since RevokeWatchTokens) keep no
+    watch token in their record: the first CreateWatchToken makes the match's watch access."""
+    client = new_match(server, seed=4)
+    direct = redis.Redis.from_url(server.settings.redis_url or "")
+    stored = direct.get(keys.match_key(client.match_id))
+    assert isinstance(stored, bytes)
+    assert decode_record(client.match_id, stored).watch_hashes == ()
+    assert direct.get(keys.watch_key(client.match_id)) is None
+    token = watch_token(client, 0)
+    view = client.stub.GetMatch(
+        pb.GetMatchRequest(match_id=client.match_id), metadata=bearer(token)
+    ).view
+    assert view.spectator
 
 
 @pytest.mark.parametrize("seat", [0, 1])

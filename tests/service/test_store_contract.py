@@ -10,7 +10,16 @@ from dataclasses import replace
 import pytest
 import redis
 
-from basra.service.store import Commit, EventEntry, MatchRecord, NewMatch, Store, keys
+from basra.service.store import (
+    Commit,
+    EventEntry,
+    MatchRecord,
+    NewMatch,
+    Store,
+    WatchAccess,
+    keys,
+)
+from basra.service.store.codec import decode_watch_access, encode_watch_access
 from basra.service.store.memory import MemoryStore
 from basra.service.store.redis import RedisStore
 
@@ -249,13 +258,52 @@ def test_redis_store_sets_the_idle_expiry_on_both_keys_and_commits_restart_it(
     asyncio.run(scenario())
 
 
+def test_watch_access_is_compare_and_set_and_a_revocation_is_reported(
+    make_store: StoreFactory,
+) -> None:
+    async def scenario(store: Store) -> None:
+        mid = "M" * 22
+        first = WatchAccess(b"s" * 16, (b"h" * 32, b""))
+        assert await store.watch_access((mid,)) == {mid: None}
+        assert not await store.swap_watch_access(mid, None, first, finished=False, revoke=False)
+        await store.create(new())
+        feed = store.feed(lambda: None)
+        await feed.follow(mid)
+        assert await store.swap_watch_access(mid, None, first, finished=False, revoke=False)
+        assert not await store.swap_watch_access(mid, None, first, finished=False, revoke=False)
+        current = (await store.watch_access((mid, "N" * 22)))[mid]
+        assert current == first
+        # A commit replaces the record only: the watch access stays as it was.
+        await store.commit(mid, commit(1))
+        assert (await store.watch_access((mid,)))[mid] == first
+        revoked = WatchAccess(b"t" * 16, (b"", b"i" * 32))
+        assert await store.swap_watch_access(mid, current, revoked, finished=False, revoke=True)
+        assert (await store.watch_access((mid,)))[mid] == revoked
+        changes = await asyncio.wait_for(feed.changes(), 5)
+        # The commit (version 2), then the revocation: "read again", version 0.
+        assert [(c.match_id, c.version) for c in changes][-1] == (mid, 0)
+        await feed.close()
+
+    run(make_store, scenario)
+
+
+def test_watch_access_decodes_what_it_encodes_and_refuses_other_bytes() -> None:
+    access = WatchAccess(bytes(range(16)), (b"", b"h" * 32, b"\x01" + bytes(31)))
+    data = encode_watch_access(access)
+    assert decode_watch_access(data) == access
+    for bad in (b"", b"\x02" + data[1:], data[:-1], data + b"\x00"):
+        with pytest.raises(ValueError, match="not watch access"):
+            decode_watch_access(bad)
+
+
 def test_match_keys_share_one_cluster_slot() -> None:
     from redis.crc import key_slot
 
     for match_id in ("M" * 22, "abcDEF012_-xyzXYZ789ab"):
-        assert key_slot(keys.match_key(match_id).encode()) == key_slot(
-            keys.events_key(match_id).encode()
-        )
+        slot = key_slot(keys.match_key(match_id).encode())
+        assert slot == key_slot(keys.events_key(match_id).encode())
+        assert slot == key_slot(keys.watch_key(match_id).encode())
+        assert slot == key_slot(keys.wake_channel(match_id).encode())
 
 
 def test_request_records_written_before_versions_still_give_their_stored_response() -> None:

@@ -11,6 +11,7 @@ from basra.service.store.base import (
     Store,
     StoreFullError,
     StoreUnavailableError,
+    WatchAccess,
 )
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "Store",
     "StoreFullError",
     "StoreUnavailableError",
+    "WatchAccess",
 ]

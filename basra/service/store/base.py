@@ -9,9 +9,9 @@ exactly one change.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 
 class StoreUnavailableError(Exception):
@@ -56,6 +56,25 @@ class MatchRecord:
     watch_hashes: tuple[bytes, ...] = ()
     """Per seat, the hash of its read-only watch token (service.auth.watch_token); empty for a
     match created before watch tokens existed."""
+
+
+SALT_BYTES: Final = 16
+"""The length of a watch salt (WatchAccess.salt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchAccess:
+    """Who may watch a match with a watch token: kept apart from the match record, so that a
+    revocation is never undone by a change committed from a record read before it.
+
+    Watch tokens are derived from a seat token and ``salt`` (service.auth.watch_token): a new
+    salt (RevokeWatchTokens) makes every earlier watch token worthless.
+    """
+
+    salt: bytes
+    """16 random bytes, drawn anew by each revocation."""
+    hashes: tuple[bytes, ...]
+    """Per seat, the hash of its watch token under ``salt``; empty until the seat asks for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +145,31 @@ class Store(Protocol):
         """``events`` of many matches in one go (by match id: the version to read after)."""
         ...
 
+    async def watch_access(self, match_ids: Collection[str]) -> dict[str, WatchAccess | None]:
+        """Each match's watch access (None: none kept, or the match is gone), in one go."""
+        ...
+
+    async def swap_watch_access(
+        self,
+        match_id: str,
+        expected: WatchAccess | None,
+        new: WatchAccess,
+        *,
+        finished: bool,
+        revoke: bool,
+    ) -> bool:
+        """Replace the match's watch access if it is still ``expected`` (as ``watch_access``
+        answered it; None: none kept); False when it is not, or the match is gone (read again).
+
+        The access is kept at least as long as the match would live without another change (and
+        the idle TTL from now when it is not ``finished``); a match that keeps changing for
+        longer than the idle TTL after the last swap may outlive it on Redis, and then has none
+        (every watch token under it stops working: closed, never open). With ``revoke`` the
+        match's followers are told (a change of version 0), so WatchMatch streams of revoked
+        tokens end.
+        """
+        ...
+
     def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:
         """A new change feed (a replica needs one: see ChangeFeed); ``on_reconnect`` is called
         each time the feed lost its connection to the store."""
@@ -152,7 +196,8 @@ class Change:
     match_id: str
     version: int
     """The version committed; 0 when unknown: the feed may have missed changes of the match
-    (it lost its connection meanwhile) and its events must be read again."""
+    (it lost its connection meanwhile, or its watch tokens were revoked) and its events and
+    watch access must be read again."""
 
 
 class PendingChanges:

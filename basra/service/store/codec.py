@@ -6,8 +6,18 @@ value is at most 64 bytes, and a state or a request record is larger. The versio
 
     record := version (u64) seats (u8) token hashes (32 bytes each) then, each as u16 length +
               bytes: state, creation, the request record of every seat; then, for a match
-              created since watch tokens exist, the watch token hash of every seat (32 bytes
-              each). Records without them still decode (they have no watch tokens).
+              created by a server with CreateWatchToken but before RevokeWatchTokens, the watch
+              token hash of every seat (32 bytes each). Records without them still decode.
+
+Watch access (``keys.watch_key``, a string of its own: see ``base.WatchAccess``) has its own
+format, a leading format byte first:
+
+    watch access := format (u8, 1) salt (16 bytes) seats (u8) then, per seat, 32 bytes: the
+                    hash of its watch token, or 32 zero bytes when it has not asked for one.
+
+Format policy, for both: a new field is a new format (a new trailing part the decoder recognises
+by length for the record, a new format byte for watch access), and every format written before
+keeps decoding; a decoder never guesses at bytes it does not know (ValueError).
 """
 
 from __future__ import annotations
@@ -15,11 +25,13 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from basra.service.store.base import MatchRecord
+from basra.service.store.base import SALT_BYTES, MatchRecord, WatchAccess
 
 HASH_BYTES: Final = 32
 _HEAD = struct.Struct(">QB")
 _LENGTH = struct.Struct(">H")
+_WATCH_FORMAT: Final = 1
+_NO_HASH: Final = bytes(HASH_BYTES)
 
 
 def version_prefix(version: int) -> bytes:
@@ -67,4 +79,30 @@ def decode_record(match_id: str, data: bytes) -> MatchRecord:
         creation=fields[1],
         requests=tuple(fields[2:]),
         watch_hashes=watch,
+    )
+
+
+def encode_watch_access(access: WatchAccess) -> bytes:
+    """Watch access as one string."""
+    assert len(access.salt) == SALT_BYTES
+    hashes = (h or _NO_HASH for h in access.hashes)
+    return b"".join((bytes((_WATCH_FORMAT,)), access.salt, bytes((len(access.hashes),)), *hashes))
+
+
+def decode_watch_access(data: bytes) -> WatchAccess:
+    """The watch access ``encode_watch_access`` wrote.
+
+    Raises:
+        ValueError: the bytes are not watch access of a known format.
+    """
+    head = 1 + SALT_BYTES + 1
+    if len(data) < head or data[0] != _WATCH_FORMAT:
+        raise ValueError("not watch access of a known format")
+    seats = data[head - 1]
+    if len(data) != head + seats * HASH_BYTES:
+        raise ValueError("not watch access")
+    hashes = (data[head + i * HASH_BYTES : head + (i + 1) * HASH_BYTES] for i in range(seats))
+    return WatchAccess(
+        salt=data[1 : 1 + SALT_BYTES],
+        hashes=tuple(b"" if not any(h) else h for h in hashes),
     )

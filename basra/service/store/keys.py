@@ -30,9 +30,16 @@ def events_key(match_id: str) -> str:
     return f"{PREFIX}:{{{match_id}}}:events"
 
 
+def watch_key(match_id: str) -> str:
+    """The string holding the match's watch access (service.store.codec): apart from the
+    record, so that a commit made from a record read before a revocation cannot undo it."""
+    return f"{PREFIX}:{{{match_id}}}:watch"
+
+
 def wake_channel(match_id: str) -> str:
-    """The shard channel on which each commit publishes the match's new version: the wake-up
-    of every replica's shared WatchMatch reader (service.store.redis_feed)."""
+    """The shard channel on which each commit publishes the match's new version, and a
+    revocation of its watch tokens 0 ("read again"): the wake-up of every replica's shared
+    WatchMatch reader (service.store.redis_feed)."""
     return f"{PREFIX}:{{{match_id}}}:wake"
 
 

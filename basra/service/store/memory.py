@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from basra.service.store.base import (
@@ -20,6 +20,7 @@ from basra.service.store.base import (
     MatchRecord,
     NewMatch,
     PendingChanges,
+    WatchAccess,
 )
 
 
@@ -28,6 +29,7 @@ class _Match:
     record: MatchRecord
     entries: deque[EventEntry]
     expires_at: float
+    watch: WatchAccess | None = None
 
 
 class MemoryStore:
@@ -109,6 +111,29 @@ class MemoryStore:
         return {
             match_id: await self.events(match_id, version) for match_id, version in after.items()
         }
+
+    async def watch_access(self, match_ids: Collection[str]) -> dict[str, WatchAccess | None]:
+        found = {match_id: self._live(match_id) for match_id in match_ids}
+        return {match_id: None if m is None else m.watch for match_id, m in found.items()}
+
+    async def swap_watch_access(
+        self,
+        match_id: str,
+        expected: WatchAccess | None,
+        new: WatchAccess,
+        *,
+        finished: bool,
+        revoke: bool,
+    ) -> bool:
+        # Kept with the match: it lives exactly as long, and commits replace only the record.
+        # What watch_access answered is the very object kept, so identity is the comparison.
+        match = self._live(match_id)
+        if match is None or match.watch is not expected:
+            return False
+        match.watch = new
+        if revoke:
+            self._changed(match_id, 0)
+        return True
 
     def feed(self, on_reconnect: Callable[[], None]) -> MemoryFeed:
         feed = MemoryFeed(self._feeds)

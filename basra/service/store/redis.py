@@ -1,7 +1,8 @@
 """The Redis store: matches shared by every replica, Redis Cluster ready.
 
 A match is a string (``keys.match_key``, see ``service.store.codec``) and a capped stream
-(``keys.events_key``) under one hash tag. Loading is one GET; every change is one Lua script that
+(``keys.events_key``) under one hash tag, plus its watch access (``keys.watch_key``) once a seat
+asked for a watch token. Loading is one GET; every change is one Lua script that
 compares the version prefix, replaces the record, appends the event entry and restarts the idle
 expiry of both keys, and publishes the new version on the match's shard channel (the wake-up of
 WatchMatch readers, see ``service.store.redis_feed``). A replica that remembers a match's record
@@ -14,7 +15,8 @@ StoreUnavailableError.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import ssl
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -24,7 +26,7 @@ from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
 from redis.backoff import ExponentialBackoff
 
 from basra.service.store import keys
@@ -36,8 +38,15 @@ from basra.service.store.base import (
     NewMatch,
     StoreFullError,
     StoreUnavailableError,
+    WatchAccess,
 )
-from basra.service.store.codec import decode_record, encode_record, version_prefix
+from basra.service.store.codec import (
+    decode_record,
+    decode_watch_access,
+    encode_record,
+    encode_watch_access,
+    version_prefix,
+)
 from basra.service.store.redis_feed import RedisFeed
 
 _UNAVAILABLE: Final = (
@@ -70,6 +79,25 @@ redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 6))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('SPUBLISH', KEYS[3], ARGV[4])
+return 1
+"""
+
+# KEYS: match record, watch access, wake channel. ARGV: expected access ("" for none), new
+# access, idle ttl ms ("" when the match is finished), "1" to announce a revocation. Answers 1
+# when swapped, 0 when the access is not the expected one or the match is gone. The access
+# lives as long as the match would without another change, and the idle TTL at least unless
+# the match is finished.
+_SWAP_WATCH: Final = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return 0 end
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return 0 end
+if ARGV[3] ~= '' and ttl < tonumber(ARGV[3]) then ttl = tonumber(ARGV[3]) end
+if ttl > 0 then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+else
+  redis.call('SET', KEYS[2], ARGV[2])
+end
+if ARGV[4] == '1' then redis.call('SPUBLISH', KEYS[3], '0') end
 return 1
 """
 
@@ -125,6 +153,7 @@ class RedisStore:
             )
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
+        self._swap_watch = self._redis.register_script(_SWAP_WATCH)
         if isinstance(self._redis, Redis):  # a cluster client's connections live per node
             _pack_with_hiredis(self._redis)
 
@@ -217,6 +246,42 @@ class RedisStore:
                     tuple(_entry(e) for e in entries), _version(first[0][0])
                 )
         return pages
+
+    async def watch_access(self, match_ids: Collection[str]) -> dict[str, WatchAccess | None]:
+        pipe = self._redis.pipeline(transaction=False)
+        for match_id in match_ids:
+            pipe.get(keys.watch_key(match_id))
+        found = await self._call(pipe.execute())
+        return {
+            match_id: None if data is None else decode_watch_access(data)
+            for match_id, data in zip(match_ids, found, strict=True)
+        }
+
+    async def swap_watch_access(
+        self,
+        match_id: str,
+        expected: WatchAccess | None,
+        new: WatchAccess,
+        *,
+        finished: bool,
+        revoke: bool,
+    ) -> bool:
+        swapped = await self._call(
+            self._swap_watch(
+                keys=[
+                    keys.match_key(match_id),
+                    keys.watch_key(match_id),
+                    keys.wake_channel(match_id),
+                ],
+                args=[
+                    b"" if expected is None else encode_watch_access(expected),
+                    encode_watch_access(new),
+                    "" if finished else self._ttl_ms,
+                    "1" if revoke else "0",
+                ],
+            )
+        )
+        return bool(swapped)
 
     def feed(self, on_reconnect: Callable[[], None]) -> RedisFeed:
         feed = RedisFeed(
@@ -314,7 +379,7 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     # The sentinels get the timeouts and the URL's options (password, TLS), not the pool size.
     sentinel_options = {k: v for k, v in options.items() if k != "max_connections"}
     # redis-py's Sentinel is untyped; master_for returns a Redis client.
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+    sentinel = _Sentinel(  # type: ignore[no-untyped-call]
         list(parsed.sentinels),
         sentinel_kwargs={**sentinel_options, **parsed.options},
         **options,
@@ -322,6 +387,41 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
     )
     master: Redis = sentinel.master_for(parsed.master, db=parsed.db)
     return master, sentinel
+
+
+class _Sentinel(Sentinel):
+    """redis-py's Sentinel, whose "no master found" error says why each sentinel failed: its
+    own names only each error's class, which hides a TLS certificate the CA does not sign."""
+
+    async def discover_master(self, service_name: str) -> Any:
+        try:
+            return await super().discover_master(service_name)
+        except MasterNotFoundError:
+            causes = []
+            for sentinel in self.sentinels:
+                try:
+                    await sentinel.ping()
+                except (redis_errors.ConnectionError, redis_errors.TimeoutError) as exc:
+                    options = sentinel.connection_pool.connection_kwargs
+                    where = f"{options.get('host')}:{options.get('port')}"
+                    causes.append(f"sentinel {where}: {_connection_failure(exc)}")
+            causes.append(f"no master {service_name!r} found")
+            raise MasterNotFoundError("; ".join(causes)) from None
+
+
+def _connection_failure(exc: BaseException) -> str:
+    """Why a connection failed, in the fewest words: an untrusted TLS certificate by name."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS certificate not trusted ({cause.verify_message}): check ssl_ca_certs"
+        cause = cause.__cause__ or cause.__context__
+    # redis-py does not always chain the ssl error: its text then holds OpenSSL's verdict.
+    text = str(exc)
+    _, verdict, why = text.partition("certificate verify failed: ")
+    if verdict:
+        return f"TLS certificate not trusted ({why.partition(' (_ssl')[0]}): check ssl_ca_certs"
+    return text
 
 
 def _pack_with_hiredis(client: Redis) -> None:

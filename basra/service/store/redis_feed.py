@@ -254,8 +254,12 @@ class RedisFeed:
     async def close(self) -> None:
         self._changes.close()
         if self._rerouting is not None:
+            # Awaited: a reroute cancelled while it closes a subscriber goes on (the subscriber's
+            # close swallows the cancellation) and would change _subscribers under the loop below.
             self._rerouting.cancel()
-        for subscriber in self._subscribers.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rerouting
+        for subscriber in list(self._subscribers.values()):
             await subscriber.close()
 
     def report(self, channel: bytes, version: int) -> None:

@@ -22,6 +22,8 @@ import {
   ListPlansResponseSchema,
   PlayRequestSchema,
   PlayResponseSchema,
+  RevokeWatchTokensRequestSchema,
+  RevokeWatchTokensResponseSchema,
   ScoreRequestSchema,
   ScoreResponseSchema,
   WatchMatchRequestSchema,
@@ -194,6 +196,11 @@ function unary(client: BasraClient, rpc: string, json: JsonValue): (o: CallOptio
       const request = fromJson(CreateWatchTokenRequestSchema, json);
       return async (o) =>
         toJson(CreateWatchTokenResponseSchema, await client.createWatchToken(request, o));
+    }
+    case "RevokeWatchTokens": {
+      const request = fromJson(RevokeWatchTokensRequestSchema, json);
+      return async (o) =>
+        toJson(RevokeWatchTokensResponseSchema, await client.revokeWatchTokens(request, o));
     }
     default:
       throw new VectorError(`unknown rpc ${rpc}`);
