@@ -47,6 +47,7 @@ from basra.service.store.codec import (
     encode_watch_access,
     version_prefix,
 )
+from basra.service.store.redis_cluster import fold_asking
 from basra.service.store.redis_feed import RedisFeed
 
 _UNAVAILABLE: Final = (
@@ -146,7 +147,9 @@ class RedisStore:
         # for all of them, on a connection per Redis node of its own.
         self._feeds: list[RedisFeed] = []
         if cluster:
-            self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
+            self._redis = fold_asking(
+                RedisCluster.from_url(url, max_connections=pool_size, **options)
+            )
         elif url.startswith(SENTINEL_SCHEMES):
             self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
             self._sentinels = [calls]
