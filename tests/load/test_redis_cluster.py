@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import random
 import threading
@@ -20,6 +21,8 @@ from redis.crc import key_slot
 from basra.client.match import MatchClient
 from basra.service.config import Settings
 from basra.service.store import keys
+from basra.service.store.base import EventPage, MatchRecord, WatchAccess
+from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
@@ -120,30 +123,46 @@ def migrate_slot(cluster: RedisClusterProcess, slot: int, target: RedisProcess) 
     """Move ``slot`` (and its keys) to the master ``target`` as redis-cli --cluster reshard does:
     SETSLOT IMPORTING/MIGRATING, MIGRATE the keys, SETSLOT NODE on every master. Returns the
     master that served it."""
+    source = begin_slot_move(cluster, slot, target)
+    end_slot_move(cluster, slot, source, target)
+    return source
 
-    def node_id(node: RedisProcess) -> str:
-        return str(node.client().execute_command("CLUSTER", "MYID").decode())  # type: ignore[no-untyped-call]
 
-    def owner() -> RedisProcess:
-        for node in cluster.nodes:
-            for start, end, *_ in node.client().execute_command("CLUSTER", "SLOTS"):  # type: ignore[no-untyped-call]
-                if start <= slot <= end:
-                    return next(n for n in cluster.nodes if n.port == _[0][1])
-        raise AssertionError(f"nobody serves slot {slot}")
+def node_id(node: RedisProcess) -> str:
+    return str(node.client().execute_command("CLUSTER", "MYID").decode())  # type: ignore[no-untyped-call]
 
-    source = owner()
+
+def slot_owner(cluster: RedisClusterProcess, slot: int) -> RedisProcess:
+    for node in cluster.nodes:
+        for start, end, *served in node.client().execute_command("CLUSTER", "SLOTS"):  # type: ignore[no-untyped-call]
+            if start <= slot <= end:
+                return next(n for n in cluster.nodes if n.port == served[0][1])
+    raise AssertionError(f"nobody serves slot {slot}")
+
+
+def begin_slot_move(cluster: RedisClusterProcess, slot: int, target: RedisProcess) -> RedisProcess:
+    """The first half of a move: the target IMPORTING ``slot``, its owner MIGRATING it, and
+    every key of the slot MIGRATEd to the target. The owner still serves the slot (and answers
+    ASK for the keys it no longer has) until ``end_slot_move``. Returns the owner."""
+    source = slot_owner(cluster, slot)
     assert source is not target
-    source_id, target_id = node_id(source), node_id(target)
     src, dst = source.client(), target.client()
-    dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)  # type: ignore[no-untyped-call]
-    src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)  # type: ignore[no-untyped-call]
+    dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", node_id(source))  # type: ignore[no-untyped-call]
+    src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", node_id(target))  # type: ignore[no-untyped-call]
     while keys_left := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):  # type: ignore[no-untyped-call]
         src.execute_command(  # type: ignore[no-untyped-call]
             "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys_left
         )
+    return source
+
+
+def end_slot_move(
+    cluster: RedisClusterProcess, slot: int, source: RedisProcess, target: RedisProcess
+) -> None:
+    """The second half of a move: SETSLOT NODE on the target, the source, then the others."""
+    target_id = node_id(target)
     for node in (target, source, *(n for n in cluster.nodes if n not in (source, target))):
         node.client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)  # type: ignore[no-untyped-call]
-    return source
 
 
 class Follower:
@@ -264,3 +283,176 @@ def test_the_feed_closes_while_a_reroute_is_closing_subscribers(
         await client.aclose()
 
     asyncio.run(scenario())
+
+
+def cluster_store(server: ServerThread) -> RedisStore:
+    """The server's Redis store (under its metrics wrapper)."""
+    store = getattr(server.server.store, "inner", server.server.store)
+    assert isinstance(store, RedisStore)
+    return store
+
+
+def open_idle_connections(server: ServerThread, node: RedisProcess, count: int) -> int:
+    """Have the server's cluster client open ``count`` connections to ``node`` at once (as calls
+    in flight together do), all idle afterwards; returns how many it holds idle. With two or
+    more, redis-py 8.1.0 sent an ASK-redirected command's ASKING and the command on different
+    connections."""
+
+    async def open_them() -> int:
+        client = cast(AsyncRedisCluster, cluster_store(server)._redis)
+        cluster_node = client.get_node(host="127.0.0.1", port=node.port)
+        assert cluster_node is not None
+        await asyncio.gather(
+            *(client.execute_command("PING", target_nodes=cluster_node) for _ in range(count))
+        )
+        return len(cluster_node._free)
+
+    return server.run(open_them())
+
+
+def events_up_to(
+    client: MatchClient, after: int, version: int, *, seat: int = 0, watch_token: str = ""
+) -> list[game_pb2.MatchEvent]:
+    """A resumed WatchMatch stream's events after ``after``, up to ``version`` complete."""
+    got = []
+    for event in client.watch(seat, after, timeout=20, watch_token=watch_token or None):
+        got.append(event)
+        if event.version >= version and event.version_complete:
+            return got
+    raise AssertionError(f"the stream ended before version {version}")
+
+
+class HalfMoved:
+    """A match of a served three-master cluster whose slot is half moved: the target
+    IMPORTING, the source MIGRATING, the match's keys (record, events, watch access) already
+    MIGRATEd. The server's client holds idle connections to the target, and no master knows
+    the store's scripts (so a commit meets NOSCRIPT on the target and loads them again)."""
+
+    def __init__(self, cluster: RedisClusterProcess, seed: int) -> None:
+        self.cluster = cluster
+        self.seed = seed
+        self.server = ServerThread(
+            Settings(redis_url=cluster.url, redis_cluster=True, allow_seeds=True, metrics_port=None)
+        )
+        self.client, _ = MatchClient.create(self.server.channel, seed=seed)
+        self.rng = random.Random(seed)
+        self.played = play_match(self.client, self.rng, stop=lambda v: v.version >= 3)
+        self.watch_token = self.client.watch_token(0)
+        self.version = self.client.view(0).version
+        match_id = self.client.match_id
+        self.keys = [keys.match_key(match_id), keys.events_key(match_id), keys.watch_key(match_id)]
+        self.slot = key_slot(self.keys[0].encode())
+        self.source = slot_owner(cluster, self.slot)
+        self.target = next(n for n in cluster.nodes if n is not self.source)
+        assert open_idle_connections(self.server, self.target, 4) >= 2
+        for node in cluster.nodes:
+            node.client().script_flush()
+        begin_slot_move(cluster, self.slot, self.target)
+        for node, held in ((self.target, self.keys), (self.source, [])):
+            found = node.client().execute_command("CLUSTER", "GETKEYSINSLOT", self.slot, 10)  # type: ignore[no-untyped-call]
+            assert sorted(k.decode() for k in found) == sorted(held)
+
+    def play_once(self) -> None:
+        """One play of the match (a commit), through the server."""
+        before = len(self.played.plays)
+        play_match(
+            self.client, self.rng, stop=lambda v: v.version > self.version, record=self.played
+        )
+        assert len(self.played.plays) == before + 1
+
+    def finish(self) -> tuple[int, object]:
+        """End the move; the match as stored (version, state), checked against its stream and
+        the engine's replay of every play made."""
+        end_slot_move(self.cluster, self.slot, self.source, self.target)
+        direct = RedisCluster.from_url(self.cluster.url)
+        try:
+            as_redis = cast(redis.Redis, direct)
+            version, state = stored_state(as_redis, self.client.match_id)
+            assert audit_replay(as_redis, self.client.match_id) == (version, state)
+            assert state == engine_replay(self.seed, self.played.plays)
+        finally:
+            direct.close()
+        return version, state
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+def test_calls_on_a_match_whose_slot_is_half_moved_succeed_once(
+    cluster: RedisClusterProcess,
+) -> None:
+    """During a slot move, between MIGRATE and SETSLOT NODE, the source answers ASK for the
+    match's keys: GetMatch (GET), WatchMatch resumed by a seat (XRANGE pipeline) and by a
+    spectator (its watch access read from the moved watch key), and a Play (the commit
+    script, after NOSCRIPT on the target) all succeed on the target, and the play is committed
+    once: the version one more, its event once in the stream. A stream open meanwhile gets the
+    play once the slot has moved, as a replay gives it."""
+    moved = HalfMoved(cluster, seed=5)
+    follower: Follower | None = None
+    try:
+        version = moved.version
+        follower = Follower(moved.client, 0)
+        wait_until(lambda: follower is not None and follower.has(version), what="stream live")
+        assert moved.client.view(0).version == version
+        assert events_up_to(moved.client, version - 2, version)[0].version == version - 1
+        spectator = events_up_to(moved.client, version - 2, version, watch_token=moved.watch_token)
+        assert spectator[0].version == version - 1
+        moved.play_once()
+        assert moved.client.view(1).version == version + 1
+        resumed = events_up_to(moved.client, version, version + 1, seat=1)
+        assert {e.version for e in resumed} == {version + 1}
+        stored, _ = moved.finish()
+        assert stored == version + 1
+        # The stream open during the move gets the play once the slot has moved, once.
+        wait_until(lambda: follower is not None and follower.has(version + 1), what="the play")
+        assert follower.error is None, follower.error
+        assert follower.events == events_up_to(moved.client, 0, version + 1)
+    finally:
+        if follower is not None:
+            follower.close()
+        moved.close()
+
+
+def test_many_calls_in_flight_on_a_half_moved_slot_all_succeed(
+    cluster: RedisClusterProcess,
+) -> None:
+    """Many calls on the half-moved match at once, each meeting ASK: 48 store reads of each
+    kind on the server's loop together (other coroutines take the target's connections between
+    any two steps of a redirected call), then 64 GetMatch and WatchMatch resumes through the
+    server from 16 threads with one Play among them: every call succeeds, the play once."""
+    moved = HalfMoved(cluster, seed=6)
+    try:
+        version, match_id = moved.version, moved.client.match_id
+        store = cluster_store(moved.server)
+
+        async def reads() -> tuple[
+            list[MatchRecord | None], list[EventPage], list[dict[str, WatchAccess | None]]
+        ]:
+            return await asyncio.gather(  # all 144 at once
+                asyncio.gather(*(store.load(match_id) for _ in range(48))),
+                asyncio.gather(*(store.events(match_id, version - 1) for _ in range(48))),
+                asyncio.gather(*(store.watch_access((match_id,)) for _ in range(48))),
+            )
+
+        loads, pages, accesses = moved.server.run(reads())
+        assert all(r is not None and r.version == version for r in loads)
+        assert all([e.version for e in p.entries] == [version] for p in pages)
+        assert all(a[match_id] is not None for a in accesses)
+
+        def call(n: int) -> int:
+            if n == 0:
+                moved.play_once()
+                return version + 1
+            if n % 3 == 0:
+                return moved.client.view(n % 2).version
+            token = moved.watch_token if n % 3 == 1 else ""
+            return events_up_to(moved.client, version - 1, version, watch_token=token)[-1].version
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(call, range(64)))
+        assert all(a in (version, version + 1) for a in answers)
+        assert moved.client.view(0).version == version + 1
+        stored, _ = moved.finish()
+        assert stored == version + 1
+    finally:
+        moved.close()

@@ -47,6 +47,7 @@ from basra.service.store.codec import (
     encode_watch_access,
     version_prefix,
 )
+from basra.service.store.redis_cluster import fold_asking
 from basra.service.store.redis_feed import RedisFeed
 
 _UNAVAILABLE: Final = (
@@ -69,24 +70,27 @@ redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
 """
 
-# KEYS: match record, events stream, wake channel. ARGV: ttl ms, maxlen, expected version
-# (8-byte prefix), new version, new record, then the entry's field/value pairs. Answers 1 when
+# KEYS: match record, events stream. ARGV: ttl ms, maxlen, expected version (8-byte prefix),
+# new version, new record, wake channel, then the entry's field/value pairs. Answers 1 when
 # applied; else the current record (another change won the race: the caller decides again
 # without a GET), or 0 when the match is gone.
+# The wake channel is no key (it shares the match's hash tag, so its slot): a declared key that
+# never exists makes the master importing the match's slot answer TRYAGAIN (a multi-key
+# command with a missing key) to every commit until the slot has moved.
 _COMMIT: Final = """
 if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return redis.call('GET', KEYS[1]) or 0 end
 redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 6))
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 7))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('SPUBLISH', KEYS[3], ARGV[4])
+redis.call('SPUBLISH', ARGV[6], ARGV[4])
 return 1
 """
 
-# KEYS: match record, watch access, wake channel. ARGV: expected access ("" for none), new
-# access, idle ttl ms ("" when the match is finished), "1" to announce a revocation. Answers 1
-# when swapped, 0 when the access is not the expected one or the match is gone. The access
-# lives as long as the match would without another change, and the idle TTL at least unless
-# the match is finished.
+# KEYS: match record, watch access. ARGV: expected access ("" for none), new access, idle ttl
+# ms ("" when the match is finished), "1" to announce a revocation, wake channel (no key: see
+# _COMMIT). Answers 1 when swapped, 0 when the access is not the expected one or the match is
+# gone. The access lives as long as the match would without another change, and the idle TTL
+# at least unless the match is finished.
 _SWAP_WATCH: Final = """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -2 then return 0 end
@@ -97,7 +101,7 @@ if ttl > 0 then
 else
   redis.call('SET', KEYS[2], ARGV[2])
 end
-if ARGV[4] == '1' then redis.call('SPUBLISH', KEYS[3], '0') end
+if ARGV[4] == '1' then redis.call('SPUBLISH', ARGV[5], '0') end
 return 1
 """
 
@@ -143,7 +147,9 @@ class RedisStore:
         # for all of them, on a connection per Redis node of its own.
         self._feeds: list[RedisFeed] = []
         if cluster:
-            self._redis = RedisCluster.from_url(url, max_connections=pool_size, **options)
+            self._redis = fold_asking(
+                RedisCluster.from_url(url, max_connections=pool_size, **options)
+            )
         elif url.startswith(SENTINEL_SCHEMES):
             self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
             self._sentinels = [calls]
@@ -206,17 +212,14 @@ class RedisStore:
     ) -> tuple[bool, MatchRecord | None]:
         applied = await self._call(
             self._commit(
-                keys=[
-                    keys.match_key(match_id),
-                    keys.events_key(match_id),
-                    keys.wake_channel(match_id),
-                ],
+                keys=[keys.match_key(match_id), keys.events_key(match_id)],
                 args=[
                     self._finished_ttl_ms if commit.finished else self._ttl_ms,
                     self._maxlen,
                     version_prefix(commit.expected_version),
                     commit.record.version,
                     encode_record(commit.record),
+                    keys.wake_channel(match_id),
                     *_entry_fields(commit.entry),
                 ],
             )
@@ -268,16 +271,13 @@ class RedisStore:
     ) -> bool:
         swapped = await self._call(
             self._swap_watch(
-                keys=[
-                    keys.match_key(match_id),
-                    keys.watch_key(match_id),
-                    keys.wake_channel(match_id),
-                ],
+                keys=[keys.match_key(match_id), keys.watch_key(match_id)],
                 args=[
                     b"" if expected is None else encode_watch_access(expected),
                     encode_watch_access(new),
                     "" if finished else self._ttl_ms,
                     "1" if revoke else "0",
+                    keys.wake_channel(match_id),
                 ],
             )
         )
