@@ -212,8 +212,9 @@ def test_a_four_seat_partnership_hand_with_two_bots_and_an_invited_partner(
     service: Service, tmp_path: Path
 ) -> None:
     # Egyptian at four seats: partnerships (seats 0 and 2 against 1 and 3), the dealer sees the
-    # stock's bottom card; the creator's page plays seats 1 and 3, a person seat 2.
+    # stock's bottom card, a rubber; the creator's page plays seats 1 and 3, a person seat 2.
     match = {"RULES": "egyptian", "SEATS": "4", "OTHERS": "bot,person,bot", "SIDES": "2"}
+    match["OPTIONS"] = "rubber"
     output = scenario("rule-systems", service, tmp_path, **match)
     assert "egyptian for 4" in output
     assert (tmp_path / "egyptian-4-score-sheet.png").stat().st_size > 0

@@ -1,7 +1,8 @@
 // A match of another rule system, seat count and mix of players, played to the end of its first
 // hand: the creator's page plays its bots, each invited person plays from their own browser.
 // RULES, SEATS and OTHERS (who plays seats 1.., "bot" or "person", comma-separated) choose the
-// match; SIDES is the number of sides the score sheet must show. Whenever the table waits for
+// match, OPTIONS the options ticked ("rubber", "bottom-card-shown", comma-separated); SIDES is
+// the number of sides the score sheet must show. Whenever the table waits for
 // a person, every page is checked against the hands the service holds: each shows its own
 // hand, every other seat's hand size, the same floor, and no card of any other seat's hand.
 import assert from "node:assert/strict";
@@ -11,13 +12,14 @@ const rules = process.env["RULES"] ?? "eram";
 const seats = Number(process.env["SEATS"] ?? 2);
 const others = (process.env["OTHERS"] ?? "bot").split(",") as ("bot" | "person")[];
 const sides = Number(process.env["SIDES"] ?? seats);
+const ticked = (process.env["OPTIONS"] ?? "").split(",").filter(Boolean);
 assert.equal(others.length, seats - 1);
 
 const browser = await launch();
 try {
   const creator = await player(browser);
   await creator.page.goto(BASE_URL);
-  await startMatch(creator.page, { rules, seats, others });
+  await startMatch(creator.page, { rules, seats, others, ticked });
   // Seat 0 is the creator's; each person's seat joins from its own link.
   const people = new Map<number, Player>([[0, creator]]);
   for (const [at, who] of others.entries()) {
@@ -30,6 +32,14 @@ try {
   const { matchId, tokens } = await seatTokens(creator.page);
   assert.equal(tokens.size, seats);
   assert.match(await creator.page.locator("#rules-name").innerText(), /\S/);
+  for (const [seat, page] of people) {
+    // A rubber: the game's number, and the games each side has won.
+    assert.equal(await page.page.locator("#game").count(), ticked.includes("rubber") ? 1 : 0, `seat ${seat}`);
+    if (ticked.includes("rubber")) {
+      assert.equal(await page.page.locator("#game").innerText(), "Game 1 of the rubber");
+      assert.deepEqual(await page.page.locator(".scores td.games").allInnerTexts(), Array(sides).fill("0 games won"));
+    }
+  }
 
   let plays = 0;
   let last = -1;

@@ -1,7 +1,9 @@
 // A spectator watches two people play: seat 0 hands on the spectator link, a third browser opens
 // it and follows the match live through WatchMatch with a read-only watch token. Its page shows
 // the public table (the floor, every seat's hand size, the scores, the plays as they arrive) and
-// never any seat's cards; it survives a reload and a server restart like a seat's page.
+// never any seat's cards; it survives a reload and a server restart like a seat's page. The
+// match is Egyptian with every seat seeing the stock's bottom card, so that card is public and
+// the spectator sees it too.
 import assert from "node:assert/strict";
 import { ask, BASE_URL, disjoint, inviteLink, launch, playFirst, player, screenshot, seen, startMatch, waitAt, waitPast, type Player, type Seen } from "./table.js";
 
@@ -11,7 +13,7 @@ try {
   const b = await player(browser);
   const s = await player(browser);
   await a.page.goto(BASE_URL);
-  await startMatch(a.page, { others: ["person"] });
+  await startMatch(a.page, { rules: "egyptian", others: ["person"], ticked: ["bottom-card-shown"] });
   await b.page.goto(await inviteLink(a.page, 1));
   const link = await a.page.locator("#watch-link").inputValue();
   const url = new URL(link);
@@ -25,6 +27,7 @@ try {
   assert.equal(new URL(s.page.url()).hash, "", "the page erases the token from the address bar");
 
   let version = (await seen(a.page)).version;
+  assert.notEqual((await waitAt(s.page, version)).bottom, "", "the public bottom card, on the spectator's page too");
   let plays = 0;
   for (;;) {
     const [sa, sb, ss] = [await waitAt(a.page, version), await waitAt(b.page, version), await waitAt(s.page, version)];
@@ -68,6 +71,8 @@ function check(a: Seen, b: Seen, s: Seen): void {
   assert.deepEqual(s.hand, [], "no hand on a spectator's page");
   assert.deepEqual(disjoint(s.everyCard, [...a.hand, ...b.hand]), [], "no seat's card on the spectator's page");
   assert.deepEqual(s.floor, a.floor);
+  assert.equal(s.bottom, a.bottom);
+  assert.equal(b.bottom, a.bottom);
   assert.deepEqual(s.backs, { 0: a.hand.length, 1: b.hand.length });
   assert.equal(s.status, a.status);
   assert.equal(s.turn, a.status === "playing" ? "other" : "", "never the spectator's turn");

@@ -63,6 +63,8 @@ export interface Seen {
   readonly everyCard: string[];
   /** The face-down cards drawn for each other seat, by seat. */
   readonly backs: Record<number, number>;
+  /** data-card of the stock's bottom card, when the page shows it. */
+  readonly bottom: string;
   readonly text: string;
 }
 
@@ -80,17 +82,23 @@ export async function seen(page: Page): Promise<Seen> {
     backs: Object.fromEntries(
       Array.from(document.querySelectorAll<HTMLElement>(".seat[data-seat]"), (e) => [Number(e.dataset["seat"]), e.querySelectorAll(".card.back").length]),
     ),
+    bottom: document.querySelector<HTMLElement>("#bottom [data-card]")?.dataset["card"] ?? "",
     text: document.body.innerText,
   }));
 }
 
-/** Starts a match from the lobby: the rule system, the seat count, and who plays each seat
- * after the first ("bot" or "person"); the page sits at seat 0. */
-export async function startMatch(page: Page, options: { rules?: string; seats?: number; others?: readonly ("bot" | "person")[] } = {}): Promise<void> {
+/** Starts a match from the lobby: the rule system, the seat count, who plays each seat after
+ * the first ("bot" or "person") and the options to tick ("rubber", "bottom-card-shown"); the
+ * page sits at seat 0. */
+export async function startMatch(
+  page: Page,
+  options: { rules?: string; seats?: number; others?: readonly ("bot" | "person")[]; ticked?: readonly string[] } = {},
+): Promise<void> {
   await page.locator("#start:not([disabled])").waitFor();
   if (options.rules) await page.selectOption("#rules", options.rules);
   if (options.seats) await page.selectOption("#seats", String(options.seats));
   for (const [at, player] of (options.others ?? []).entries()) await page.selectOption(`#seat-${at + 1}`, player);
+  for (const id of options.ticked ?? []) await page.check(`#${id}`);
   await page.click("#start");
   await page.locator("#app[data-version]").waitFor();
 }

@@ -324,7 +324,7 @@ function draw(content: HTMLElement, view?: MatchView): void {
 
 /** The new match the lobby's form describes (kept while the page lives, so that a language
  * switch or a failed start keeps the choices). */
-let choice: LobbyChoice = { rules: "eram", seats: 2, others: ["bot"] };
+let choice: LobbyChoice = { rules: "eram", seats: 2, others: ["bot"], rubber: false, bottomCardShown: false };
 let systems: RuleSystem[] | undefined;
 
 function lobby(busy = false): void {
@@ -344,7 +344,8 @@ async function start(): Promise<void> {
   lobby(true);
   const client = basraClient();
   // The request_id makes a retry return the same match.
-  const request = { rules: choice.rules, seats: choice.seats, seat: 0, requestId: requestId() };
+  const options = { rubber: choice.rubber, bottomCardShown: choice.bottomCardShown };
+  const request = { rules: choice.rules, seats: choice.seats, options, seat: 0, requestId: requestId() };
   try {
     const answer = await untilAnswered(() => client.createMatch(request), () => showAlert(RECONNECTING));
     const seat = (seat: number): session.Seat => ({

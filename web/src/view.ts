@@ -46,6 +46,10 @@ export interface LobbyChoice {
   readonly seats: number;
   /** Who plays each seat after mine (index 0 is seat 1). */
   readonly others: readonly Player[];
+  /** MatchOptions.rubber, where the rule system offers one. */
+  readonly rubber: boolean;
+  /** MatchOptions.bottom_card_shown, where the rule system offers it at that seat count. */
+  readonly bottomCardShown: boolean;
 }
 
 /** A card face: its index and suit drawn as text, its name for screen readers. */
@@ -89,15 +93,22 @@ export interface LobbyActions {
 /** The lobby: the rule system, a seat count it allows, and who plays each other seat. */
 export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: LobbyChoice, actions: LobbyActions, busy: boolean): HTMLElement {
   const system = systems?.find((candidate) => candidate.name === choice.rules);
+  const seatCount = system?.seatCounts.find((count) => count.seats === choice.seats);
   const onRules = (event: Event) => {
     const next = systems?.find((candidate) => candidate.name === (event.target as HTMLSelectElement).value);
     const seats = next?.seatCounts[0]?.seats ?? 2;
-    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, () => "bot") });
+    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, () => "bot"), rubber: false, bottomCardShown: false });
   };
   const onSeats = (event: Event) => {
     const seats = Number((event.target as HTMLSelectElement).value);
-    actions.change({ ...choice, seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "bot") });
+    // An option offered at one seat count only is dropped at another.
+    const bottomCardShown = choice.bottomCardShown && (system?.seatCounts.find((count) => count.seats === seats)?.bottomCardShownOption ?? false);
+    actions.change({ ...choice, seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "bot"), bottomCardShown });
   };
+  const option = (id: string, label: string, checked: boolean, set: (checked: boolean) => LobbyChoice) =>
+    h("p", { class: "field" },
+      h("input", { type: "checkbox", id, "data-focus": id, checked, disabled: busy, onchange: (event: Event) => actions.change(set((event.target as HTMLInputElement).checked)) }),
+      h("label", { for: id }, label));
   const onPlayer = (at: number) => (event: Event) => {
     const others = [...choice.others];
     others[at] = (event.target as HTMLSelectElement).value === "person" ? "person" : "bot";
@@ -124,6 +135,12 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
         h("select", { id: "seats", "data-focus": "seats", disabled: busy || !system, onchange: onSeats },
           (system?.seatCounts ?? []).map(({ seats, partnerships }) =>
             h("option", { value: seats, selected: seats === choice.seats }, t(partnerships ? "seatCountPartners" : "seatCount", { count: seats }))))),
+      system?.rubber
+        ? option("rubber", t("rubberOption", { wins: system.rubber.wins, games: system.rubber.games }), choice.rubber, (rubber) => ({ ...choice, rubber }))
+        : null,
+      seatCount?.bottomCardShownOption
+        ? option("bottom-card-shown", t("bottomCardOption"), choice.bottomCardShown, (bottomCardShown) => ({ ...choice, bottomCardShown }))
+        : null,
       h("p", {}, t("youSitFirst")),
       choice.others.map((player, at) =>
         h("p", { class: "field" },
@@ -249,6 +266,7 @@ function renderStatus(state: TableState, myTurn: boolean): HTMLElement {
     "section",
     { class: "status" },
     h("p", { id: "rules-name" }, state.rules ? ruleName(state.rules) : view.rules),
+    view.options?.rubber ? h("p", { id: "game" }, t("gameOfRubber", { game: view.game })) : null,
     h("p", {}, t("handAndDeal", { hand: view.handNumber, deal: view.dealNumber, deals })),
     h("p", { id: "stock" }, t("stock", { count: view.stockSize })),
     // Announced to screen readers whenever the turn changes.
@@ -267,7 +285,8 @@ function renderScores(state: TableState): HTMLElement {
       h("tr", { "data-side": side.side, class: side.side === view.side && mySeat(view) !== undefined ? "mine" : "" },
         h("th", { scope: "row" }, sideLabel(state, side.side)),
         h("td", { class: "score" }, t("points", { count: side.score })),
-        h("td", {}, t("captured", { count: side.capturedCount })))))),
+        h("td", {}, t("captured", { count: side.capturedCount })),
+        view.options?.rubber ? h("td", { class: "games" }, t("gamesWon", { count: side.gamesWon })) : null)))),
     h("p", { id: "carry" }, t("carry", { carry: view.carry })),
     h("p", { id: "target" }, t("target", { target: view.target })),
   );
@@ -408,6 +427,8 @@ export function describe(event: MatchEvent, state: TableState): string | undefin
     }
     case "handScored":
       return t("handScored", { hand: what.value.score?.hand ?? 0 });
+    case "gameEnded":
+      return t("gameEnded", { game: what.value.game, who: sideLabel(state, what.value.winnerSide) });
     case "matchEnded":
       return resultText(state, what.value.winnerSide);
     default:
