@@ -109,6 +109,7 @@ class Table {
   private async fetchWatchLink(): Promise<void> {
     try {
       const { watchToken } = await untilAnswered(() => this.me.createWatchToken({ matchId: this.matchId }));
+      if (this.stop.signal.aborted) return; // left the table meanwhile
       this.saved = { ...this.saved, watchLink: session.watchLink(this.matchId, watchToken) };
       session.save(this.saved);
       this.render();

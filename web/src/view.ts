@@ -202,7 +202,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
       : null,
     chosen?.card && myTurn ? renderPlans(chosen.card, chosen, actions, state.busy) : null,
     me === undefined ? null : renderHand(state, myTurn, actions),
-    view.status !== MatchStatus.PLAYING && state.scoreboard ? renderSheet(state, actions) : null,
+    view.status !== MatchStatus.PLAYING && state.scoreboard ? renderSheet(state, state.scoreboard, actions) : null,
     renderLog(state),
     Object.entries(state.invites).map(([seat, link]) =>
       renderLink(`invite-${seat}`, t("inviteLabel", { seat: Number(seat) + 1 }), link, actions)),
@@ -345,9 +345,8 @@ function renderPlans(card: Card, chosen: CardPlans, actions: TableActions, busy:
 
 /** The last hand's score sheet, one column per side, as HandScored and Score report it; then
  * the next deal, or the match's result. */
-function renderSheet(state: TableState, actions: TableActions): HTMLElement {
+function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableActions): HTMLElement {
   const { view } = state;
-  const scoreboard = state.scoreboard!;
   const hand = scoreboard.hands.at(-1);
   const sides = hand?.sides ?? [];
   const row = (label: string, value: (side: number) => number) =>
