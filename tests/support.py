@@ -91,8 +91,9 @@ class RedisProcess:
         deadline = time.monotonic() + 10
         while True:
             try:
-                if self.client().ping():
-                    return
+                with self.client() as client:  # closed: an open one warns when collected
+                    if client.ping():
+                        return
             except redis.ConnectionError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError(f"redis-server did not start on {self.port}") from None

@@ -1,11 +1,14 @@
 """deploy/Dockerfile read statically (there is no container engine on the test machines).
 
-test_entrypoint.py runs what the image would run; this file checks how the image is made.
+test_entrypoint.py runs what the image would run; this file checks how the image is made. No
+image is built here: where a Docker daemon and the registry are reachable, build it with
+``docker build -f deploy/Dockerfile .`` (deploy/README.md) and check ``GET /`` answers the table.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import tomllib
 from typing import Final
@@ -26,8 +29,11 @@ from tests.deploy.manifests import ROOT, built, containers, one
 STAGES: Final = stages()
 FINAL: Final = STAGES[-1]
 BUILDER: Final = next(stage for stage in STAGES if stage.name == "builder")
+WEB: Final = next(stage for stage in STAGES if stage.name == "web")
 PINNED_PYTHON: Final = re.compile(r"python:3\.11\.\d+-slim-[a-z]+(@sha256:[0-9a-f]{64})?")
+PINNED_NODE: Final = re.compile(r"node:(\d+)\.\d+\.\d+-[a-z]+-slim(@sha256:[0-9a-f]{64})?")
 VENV: Final = "/opt/basra"
+WEB_ROOT: Final = "/opt/basra/web"
 BUILD_TOOLS: Final = re.compile(
     r"\b(apt-get|apt|apk|dnf|yum)\s+(install|add)\b|\bpip3?\s+install\b|-m\s+pip\s+install\b"
     r"|\b(gcc|g\+\+|cc|make|cmake|build-essential|buf)\b"
@@ -38,18 +44,57 @@ def run_lines(stage: Stage) -> str:
     return "\n".join(instruction.arguments for instruction in stage.all("RUN"))
 
 
-def test_is_multi_stage_with_a_builder_and_a_runtime() -> None:
-    assert [stage.name for stage in STAGES] == ["python", "builder", "runtime"]
+def test_is_multi_stage_with_a_builder_a_web_build_and_a_runtime() -> None:
+    assert [stage.name for stage in STAGES] == ["python", "builder", "web", "runtime"]
     assert FINAL.name == "runtime"
 
 
-def test_every_base_image_is_one_exactly_pinned_python() -> None:
+def test_every_base_image_is_exactly_pinned_one_python_and_one_node() -> None:
     external = [stage.base for stage in STAGES if stage.base not in {s.name for s in STAGES}]
-    assert len(external) == 1, "one pin to refresh, shared by every stage"
-    (image,) = external
-    assert PINNED_PYTHON.fullmatch(image), f"{image} is not pinned to an exact release"
+    assert len(external) == 2, "two pins: the service's Python, the web table's Node.js"
+    python, node = external
+    assert PINNED_PYTHON.fullmatch(python), f"{python} is not pinned to an exact release"
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert requires == ">=3.11"
+    pinned = PINNED_NODE.fullmatch(node)
+    assert pinned, f"{node} is not pinned to an exact release"
+    assert WEB.base == node, "only the web stage runs Node"
+    # The web table's declared Node.js (engines) is the one the image builds it with.
+    engines = json.loads((ROOT / "web" / "package.json").read_text())["engines"]["node"]
+    assert engines == f">={pinned.group(1)}"
+
+
+def test_the_web_stage_builds_the_table_as_make_does() -> None:
+    script = run_lines(WEB)
+    makefile = (ROOT / "Makefile").read_text()
+    # The packages from the lock file, never resolved afresh.
+    assert {"web/package.json", "web/package-lock.json"} <= {
+        source for c in copies(WEB) for source in c.sources
+    }
+    assert "npm ci --no-audit --no-fund" in script
+    assert "npm install" not in script
+    # The TypeScript stubs from proto/ with the Makefile's template, by the builder's pinned buf.
+    assert "buf generate --template $(WEB)/buf.gen.yaml" in makefile
+    assert "buf generate --template web/buf.gen.yaml" in script
+    (buf,) = (c for c in copies(WEB) if c.flags == {"from": "builder"})
+    assert buf.sources == ("/src/.venv/bin/buf",)
+    # The Makefile's web target's build command (tsc --noEmit, then esbuild into dist/).
+    assert "npm run --silent build" in makefile
+    assert "npm run --silent build" in script
+    assert set(copies(WEB)[-1].sources) == {"web/src/"}
+
+
+def test_the_runtime_serves_the_built_web_table_at_its_web_root() -> None:
+    (table,) = (c for c in copies(FINAL) if c.flags == {"from": "web"})
+    assert table.sources == ("/src/web/dist/",)
+    assert table.destination.rstrip("/") == WEB_ROOT
+    assert FINAL.env()["BASRA_WEB_ROOT"] == WEB_ROOT
+    # The manifests' ConfigMap (which overrides the image's ENV) names the same directory.
+    for overlay in ("overlays/dev", "overlays/production"):
+        deployment = one(built(overlay), "Deployment", "basra-engine")
+        (ref,) = deployment["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+        configmap = one(built(overlay), "ConfigMap", ref["configMapRef"]["name"])
+        assert configmap["data"]["BASRA_WEB_ROOT"] == WEB_ROOT, overlay
 
 
 def test_builder_and_runtime_share_the_interpreter() -> None:
@@ -81,9 +126,10 @@ def test_the_final_stage_has_no_build_tools_or_installer() -> None:
     assert not BUILD_TOOLS.search(script), script
     assert "pip uninstall --yes pip" in script
     assert "ensurepip" in script
-    (copy,) = copies(FINAL)
-    assert copy.flags == {"from": "builder"}
-    assert (copy.sources, copy.destination) == ((VENV,), VENV), "only the runtime venv"
+    venv, table = copies(FINAL)
+    assert venv.flags == {"from": "builder"}
+    assert (venv.sources, venv.destination) == ((VENV,), VENV), "the runtime venv"
+    assert table.flags == {"from": "web"}, "and the web table's static files, nothing of Node"
     assert not FINAL.all("ADD")
 
 

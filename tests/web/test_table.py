@@ -197,3 +197,32 @@ def test_the_table_speaks_arabic_and_persian_right_to_left(
 ) -> None:
     scenario("arabic", service, tmp_path)
     assert (tmp_path / "arabic-360px.png").stat().st_size > 0
+
+
+def test_a_spectator_link_shows_the_public_table_live_and_no_seats_cards(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("spectator", service, tmp_path)
+    assert "REQUEST restart" in output
+    assert "the spectator watched" in output
+    assert (tmp_path / "spectator-score-sheet.png").stat().st_size > 0
+
+
+def test_a_four_seat_partnership_hand_with_two_bots_and_an_invited_partner(
+    service: Service, tmp_path: Path
+) -> None:
+    # Egyptian at four seats: partnerships (seats 0 and 2 against 1 and 3), the dealer sees the
+    # stock's bottom card, a rubber; the creator's page plays seats 1 and 3, a person seat 2.
+    match = {"RULES": "egyptian", "SEATS": "4", "OTHERS": "bot,person,bot", "SIDES": "2"}
+    match["OPTIONS"] = "rubber"
+    output = scenario("rule-systems", service, tmp_path, **match)
+    assert "egyptian for 4" in output
+    assert (tmp_path / "egyptian-4-score-sheet.png").stat().st_size > 0
+
+
+def test_a_three_seat_persian_hand_with_an_invited_person_and_a_bot(
+    service: Service, tmp_path: Path
+) -> None:
+    match = {"RULES": "persian", "SEATS": "3", "OTHERS": "person,bot", "SIDES": "3"}
+    output = scenario("rule-systems", service, tmp_path, **match)
+    assert "persian for 3" in output

@@ -1,7 +1,7 @@
 // The table in Arabic, from the browser's language: right to left, the game's own words, usable
 // at 360 px wide; then Persian and English through the language switch.
 import assert from "node:assert/strict";
-import { BASE_URL, direction, fitsWidth, launch, player, screenshot } from "./table.js";
+import { BASE_URL, direction, fitsWidth, launch, player, screenshot, startMatch } from "./table.js";
 
 const browser = await launch();
 try {
@@ -9,7 +9,15 @@ try {
   await page.goto(BASE_URL);
   assert.deepEqual(await direction(page), { lang: "ar", dir: "rtl", computed: "rtl" });
   assert.equal(await page.locator("h1").innerText(), "باصرة");
-  await page.click("#play-bot");
+  // The lobby: the rule systems by their Arabic names, the seat counts in Arabic words.
+  await page.locator("#start:not([disabled])").waitFor();
+  assert.ok((await page.locator("#rules option").allInnerTexts()).includes("مصرية"));
+  await page.selectOption("#rules", "egyptian");
+  assert.deepEqual(await page.locator("#seats option").allInnerTexts(), ["لاعبان", "٤ لاعبين في فريقين"]);
+  await page.selectOption("#rules", "eram");
+  assert.ok(await fitsWidth(page), "the lobby fits 360 px");
+  await screenshot(page, "arabic-lobby-360px");
+  await startMatch(page);
   await page.locator("#hand [data-card]").first().waitFor();
   assert.equal(await page.locator("#hand-heading").innerText(), "ورقك");
   // Card names as players say them: a suit of سباتي، ديناري، كبة، بستوني.

@@ -2,15 +2,15 @@
 // (and any call in flight), reconnect on their own, resume WatchMatch after the last complete
 // version, and the match goes on from where it was: nothing lost, nothing played twice.
 import assert from "node:assert/strict";
-import { ask, BASE_URL, launch, playFirst, player, seen, waitAt, waitPast } from "./table.js";
+import { ask, BASE_URL, inviteLink, launch, playFirst, player, seen, startMatch, waitAt, waitPast } from "./table.js";
 
 const browser = await launch();
 try {
   const a = await player(browser);
   const b = await player(browser);
   await a.page.goto(BASE_URL);
-  await a.page.click("#play-friend");
-  await b.page.goto(await a.page.locator("#invite-link").inputValue());
+  await startMatch(a.page, { others: ["person"] });
+  await b.page.goto(await inviteLink(a.page, 1));
   let version = (await b.page.locator("#app[data-version]").waitFor(), await seen(a.page)).version;
   for (let move = 0; move < 2; move++) {
     const mover = (await waitAt(a.page, version)).turn === "you" ? a : b;
@@ -30,7 +30,7 @@ try {
   const afterWatcher = await waitAt(watcher.page, afterMover.version);
   assert.equal(afterMover.version, version + 1, "one play, played once");
   assert.ok(!afterMover.hand.includes(played));
-  assert.equal(afterWatcher.opponentBacks, afterMover.hand.length);
+  assert.equal(afterWatcher.backs[mover === a ? 0 : 1], afterMover.hand.length);
   assert.deepEqual(afterWatcher.floor, afterMover.floor);
   assert.equal(await watcher.page.locator("#alert").innerText(), "", "reconnected: no message left");
   assert.deepEqual([...a.errors, ...b.errors], []);

@@ -46,17 +46,25 @@ export async function screenshot(page: Page, name: string, path?: string): Promi
   console.log(`screenshot ${target}`);
 }
 
-/** What one seat's page shows, read from the DOM. */
+/** What one seat's (or a spectator's) page shows, read from the DOM. */
 export interface Seen {
   readonly version: number;
+  /** "you" when it is this page's seat's turn, "other" when another seat's, "" between hands. */
   readonly turn: string;
+  /** The seat to play ("" between hands). */
+  readonly toPlay: string;
   readonly status: string;
+  /** "seat" or "spectator". */
+  readonly role: string;
   /** data-card of the hand's cards. */
   readonly hand: string[];
   readonly floor: string[];
   /** data-card of every element of the whole document. */
   readonly everyCard: string[];
-  readonly opponentBacks: number;
+  /** The face-down cards drawn for each other seat, by seat. */
+  readonly backs: Record<number, number>;
+  /** data-card of the stock's bottom card, when the page shows it. */
+  readonly bottom: string;
   readonly text: string;
 }
 
@@ -65,13 +73,75 @@ export async function seen(page: Page): Promise<Seen> {
   return page.evaluate(() => ({
     version: Number(document.getElementById("app")?.dataset["version"] ?? -1),
     turn: document.getElementById("app")?.dataset["turn"] ?? "",
+    toPlay: document.getElementById("app")?.dataset["toPlay"] ?? "",
     status: document.getElementById("app")?.dataset["status"] ?? "",
+    role: document.getElementById("app")?.dataset["role"] ?? "",
     hand: Array.from(document.querySelectorAll<HTMLElement>("#hand [data-card]"), (e) => e.dataset["card"] ?? ""),
     floor: Array.from(document.querySelectorAll<HTMLElement>("#floor [data-card]"), (e) => e.dataset["card"] ?? ""),
     everyCard: Array.from(document.querySelectorAll<HTMLElement>("[data-card]"), (e) => e.dataset["card"] ?? ""),
-    opponentBacks: document.querySelectorAll(".opponent .card.back").length,
+    backs: Object.fromEntries(
+      Array.from(document.querySelectorAll<HTMLElement>(".seat[data-seat]"), (e) => [Number(e.dataset["seat"]), e.querySelectorAll(".card.back").length]),
+    ),
+    bottom: document.querySelector<HTMLElement>("#bottom [data-card]")?.dataset["card"] ?? "",
     text: document.body.innerText,
   }));
+}
+
+/** Starts a match from the lobby: the rule system, the seat count, who plays each seat after
+ * the first ("bot" or "person") and the options to tick ("rubber", "bottom-card-shown"); the
+ * page sits at seat 0. */
+export async function startMatch(
+  page: Page,
+  options: { rules?: string; seats?: number; others?: readonly ("bot" | "person")[]; ticked?: readonly string[] } = {},
+): Promise<void> {
+  await page.locator("#start:not([disabled])").waitFor();
+  if (options.rules) await page.selectOption("#rules", options.rules);
+  if (options.seats) await page.selectOption("#seats", String(options.seats));
+  for (const [at, player] of (options.others ?? []).entries()) await page.selectOption(`#seat-${at + 1}`, player);
+  for (const id of options.ticked ?? []) await page.check(`#${id}`);
+  await page.click("#start");
+  await page.locator("#app[data-version]").waitFor();
+}
+
+/** The invitation link of a seat, as the creator's page shows it. */
+export async function inviteLink(page: Page, seat: number): Promise<string> {
+  return page.locator(`#invite-${seat}-link`).inputValue();
+}
+
+/** Every seat's token as the creator's page keeps them (its own, its bots', its invitations'). */
+export async function seatTokens(page: Page): Promise<{ matchId: string; tokens: Map<number, string> }> {
+  const saved = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}"));
+  const tokens = new Map<number, string>([[saved.me.seat, saved.me.token]]);
+  for (const bot of saved.bots ?? []) tokens.set(bot.seat, bot.token);
+  for (const [seat, link] of Object.entries<string>(saved.invites ?? {})) {
+    tokens.set(Number(seat), new URLSearchParams(new URL(link).hash.slice(1)).get("token") ?? "");
+  }
+  return { matchId: saved.me.matchId, tokens };
+}
+
+const RANKS: Record<string, string> = {
+  RANK_ACE: "A", RANK_TWO: "2", RANK_THREE: "3", RANK_FOUR: "4", RANK_FIVE: "5", RANK_SIX: "6", RANK_SEVEN: "7",
+  RANK_EIGHT: "8", RANK_NINE: "9", RANK_TEN: "10", RANK_JACK: "J", RANK_QUEEN: "Q", RANK_KING: "K",
+};
+
+/** Each seat's hand as the service knows it (GetMatch with each seat's token, over the Connect
+ * protocol's JSON), with the version they were read at: the oracle of the privacy checks. */
+export async function serverHands(matchId: string, tokens: Map<number, string>): Promise<{ version: number; hands: Map<number, string[]> }> {
+  const hands = new Map<number, string[]>();
+  const versions = new Set<number>();
+  for (const [seat, token] of tokens) {
+    const answer = await fetch(`${BASE_URL}/basra.v1.BasraService/GetMatch`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ matchId }),
+    });
+    assert.equal(answer.status, 200, await answer.clone().text());
+    const { view } = (await answer.json()) as { view: { version: string; hand?: { rank: string; suit: string }[] } };
+    versions.add(Number(view.version));
+    hands.set(seat, (view.hand ?? []).map((card) => (RANKS[card.rank] ?? "?") + card.suit.replace("SUIT_", "")[0]));
+  }
+  assert.equal(versions.size, 1, "every seat read at one version");
+  return { version: [...versions][0] ?? -1, hands };
 }
 
 /** Waits until the page shows a version after `version` and is not busy with a move. */

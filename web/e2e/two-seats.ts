@@ -3,15 +3,15 @@
 // on the table, and neither page may ever hold a card of the other seat's hand.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, disjoint, launch, playFirst, player, screenshot, seen, waitAt, waitPast, type Player, type Seen } from "./table.js";
+import { BASE_URL, disjoint, inviteLink, launch, playFirst, player, screenshot, seen, startMatch, waitAt, waitPast, type Player, type Seen } from "./table.js";
 
 const browser = await launch();
 try {
   const a = await player(browser);
   const b = await player(browser);
   await a.page.goto(BASE_URL);
-  await a.page.click("#play-friend");
-  const link = await a.page.locator("#invite-link").inputValue();
+  await startMatch(a.page, { others: ["person"] });
+  const link = await inviteLink(a.page, 1);
   const url = new URL(link);
   // The seat token travels in the fragment only: never in the path or the query.
   assert.equal(url.search, "");
@@ -31,12 +31,11 @@ try {
     if (sa.status === "match-over") break;
     if (sa.status === "hand-over") {
       hands += 1;
-      // Both see the same score sheet; either player may deal the next hand.
-      // Each page lists its own seat first (the sheet shows once Score has answered).
+      // Both see the same score sheet, a column per seat in seat order; either player may
+      // deal the next hand (the sheet shows once Score has answered).
       await a.page.locator("#sheet table").waitFor();
       await b.page.locator("#sheet table").waitFor();
-      const [sheetA, sheetB] = [await sheet(a.page), await sheet(b.page)];
-      assert.deepEqual(sheetA, sheetB.map(([mine, theirs]) => [theirs, mine]));
+      assert.deepEqual(await sheet(a.page), await sheet(b.page));
       if (hands === 1) await screenshot(a.page, "two-seats-score-sheet");
       actor = hands % 2 ? b : a;
       await actor.page.click("#next-hand");
@@ -53,7 +52,7 @@ try {
   await screenshot(a.page, "two-seats-result");
   // A new match starts from the lobby, the finished seat forgotten.
   await a.page.click("#new-match");
-  await a.page.locator("#play-bot").waitFor();
+  await a.page.locator("#start").waitFor();
   assert.equal(await a.page.evaluate(() => sessionStorage.getItem("basra.table")), null);
   assert.deepEqual([...a.errors, ...b.errors], []);
   console.log(`played ${plays} cards over ${hands} hands: ${ra}`);
@@ -66,13 +65,13 @@ function check(a: Seen, b: Seen): void {
   assert.deepEqual(disjoint(a.everyCard, b.hand), [], "seat 0's page holds none of seat 1's cards");
   assert.deepEqual(disjoint(b.everyCard, a.hand), [], "seat 1's page holds none of seat 0's cards");
   assert.deepEqual(a.floor, b.floor, "one floor");
-  assert.equal(a.opponentBacks, b.hand.length);
-  assert.equal(b.opponentBacks, a.hand.length);
+  assert.equal(a.backs[1], b.hand.length);
+  assert.equal(b.backs[0], a.hand.length);
   assert.equal(a.status, b.status);
-  if (a.status === "playing") assert.deepEqual([a.turn, b.turn].sort(), ["opponent", "you"]);
+  if (a.status === "playing") assert.deepEqual([a.turn, b.turn].sort(), ["other", "you"]);
 }
 
-/** The score sheet's rows: [this seat's value, the opponent's]. */
+/** The score sheet's rows: [seat 0's value, seat 1's]. */
 async function sheet(page: Page): Promise<string[][]> {
   return page.locator("#sheet tbody tr").evaluateAll((rows) =>
     rows.map((row) => [...row.querySelectorAll("td")].map((cell) => cell.textContent ?? "")));

@@ -3,6 +3,7 @@
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { BasraService } from "../gen/basra/v1/basra_service_pb";
+import type { RuleSystem } from "../gen/basra/v1/rules_pb";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb";
 
 export type Basra = Client<typeof BasraService>;
@@ -24,6 +25,22 @@ export function basraClient(token?: string): Basra {
   // The Connect protocol (JSON on the wire, easy to read in the browser's network panel).
   // createGrpcWebTransport from the same package would speak gRPC-Web to the same server.
   return createClient(BasraService, createConnectTransport({ baseUrl: API_BASE, interceptors }));
+}
+
+let rules: Promise<RuleSystem[]> | undefined;
+
+/** The rule systems the service plays (ListRules, asked once per page: they never change while
+ * a server runs). What the lobby offers, and the figures the table shows (deals per hand, the
+ * majority's threshold). */
+export function ruleSystems(): Promise<RuleSystem[]> {
+  rules ??= untilAnswered(() => basraClient().listRules({}), undefined, Infinity).then(
+    (answer) => answer.rules,
+    (error: unknown) => {
+      rules = undefined; // asked again next time
+      throw error;
+    },
+  );
+  return rules;
 }
 
 /** A fresh idempotency key: a retry that sends the same one is answered, never played twice. */

@@ -1,20 +1,23 @@
 // The web table: a reference client of basra.v1 for frontend teams.
 //
-// The flow is the one the API guide describes. CreateMatch creates the match and returns both
-// seats' tokens; this page keeps its own seat's, and either plays the other seat itself (the bot) or
-// hands it on in an invitation link. The page then shows its seat's MatchView, asks ListPlans
-// when it is its turn, and sends Play with the version it saw and a fresh request_id. Every
-// change anyone makes arrives through WatchMatch: on the last event of each version the page
-// fetches its view again (GetMatch), so the server stays the only judge of the rules.
+// The flow is the one the API guide describes. ListRules offers the rule systems; CreateMatch
+// creates the match under the one chosen and returns every seat's token; this page keeps its
+// own seat's, and for each other seat either plays it itself (a bot) or hands it on in an
+// invitation link. The page then shows its seat's MatchView, asks ListPlans when it is its turn,
+// and sends Play with the version it saw and a fresh request_id. Every change anyone makes
+// arrives through WatchMatch: on the last event of each version the page fetches its view again
+// (GetMatch), so the server stays the only judge of the rules. CreateWatchToken gives the
+// spectator link, whose page follows the same way with a read-only token and the public view.
 import type { CardPlans, MatchEvent, MatchView, Scoreboard } from "../gen/basra/v1/game_pb";
 import { MatchStatus } from "../gen/basra/v1/game_pb";
-import { backoff, basraClient, errorMetadata, errorReason, isUnreachable, pause, requestId, untilAnswered, type Basra } from "./api";
+import type { RuleSystem } from "../gen/basra/v1/rules_pb";
+import { backoff, basraClient, errorMetadata, errorReason, isUnreachable, pause, requestId, ruleSystems, untilAnswered, type Basra } from "./api";
 import { chooseMove } from "./bot";
 import { cardCode } from "./cards";
 import { h } from "./dom";
 import { browserLanguage, isLanguage, isRightToLeft, LANGUAGES, setLanguage, t, type Language, type MessageId } from "./i18n";
 import * as session from "./session";
-import { renderLobby, renderTable, type TableState } from "./view";
+import { renderLobby, renderTable, type LobbyChoice, type TableState } from "./view";
 
 /** How long the bot waits before it plays, so that a person sees their own card land first. */
 const BOT_PAUSE_MS = 400;
@@ -58,11 +61,12 @@ function showError(error: unknown): void {
   showAlert(() => errorMessage(error));
 }
 
-/** One seat at one match: its view, the plans while it is its turn, the event log, and the
- * bot when the page plays the other seat. */
+/** One seat (or a spectator) at one match: its view, the plans while it is its turn, the event
+ * log, and the bots when the page plays other seats. */
 class Table {
   private readonly me: Basra;
-  private readonly bot: Basra | undefined;
+  /** The seats this page plays for the bot, each with its own token. */
+  private readonly bots: Map<number, Basra>;
   private readonly stop = new AbortController();
   private view: MatchView;
   private plans: CardPlans[] | undefined;
@@ -71,11 +75,18 @@ class Table {
   private events: MatchEvent[] = [];
   private busy = false;
   private botBusy = false;
+  /** A bot's turn came up while another bot's move was under way. */
+  private botAgain = false;
 
-  constructor(private saved: session.Saved, view: MatchView) {
+  constructor(private saved: session.Saved, view: MatchView, private readonly rules: RuleSystem | undefined) {
     this.me = basraClient(saved.me.token);
-    this.bot = saved.bot ? basraClient(saved.bot.token) : undefined;
+    this.bots = new Map((saved.bots ?? []).map((bot) => [bot.seat, basraClient(bot.token)]));
     this.view = view;
+  }
+
+  /** A spectator's page: a watch token, the public view, nothing to play. */
+  private get watching(): boolean {
+    return this.saved.me.seat === undefined;
   }
 
   get matchId(): string {
@@ -89,7 +100,23 @@ class Table {
     const after = shown > 0n && shown < this.view.version ? shown : this.view.version;
     this.accept(this.view);
     void this.watch(after, this.stop.signal);
+    if (!this.watching && this.saved.watchLink === undefined) void this.fetchWatchLink();
     await this.afterChange();
+  }
+
+  /** The spectator link: CreateWatchToken with this seat's token (the same token on every call,
+   * so asking again after a reload is harmless). */
+  private async fetchWatchLink(): Promise<void> {
+    try {
+      const { watchToken } = await untilAnswered(() => this.me.createWatchToken({ matchId: this.matchId }));
+      if (this.stop.signal.aborted) return; // left the table meanwhile
+      this.saved = { ...this.saved, watchLink: session.watchLink(this.matchId, watchToken) };
+      session.save(this.saved);
+      this.render();
+    } catch (error) {
+      // A match created before watch tokens existed has none: the table just offers no link.
+      console.warn(error);
+    }
   }
 
   close(): void {
@@ -115,7 +142,7 @@ class Table {
    * bot's move if it is the bot's turn. */
   private async afterChange(): Promise<void> {
     const view = this.view;
-    if (view.status === MatchStatus.PLAYING && view.turn === view.seat && this.plans === undefined) {
+    if (view.status === MatchStatus.PLAYING && !this.watching && view.toPlay === view.seat && this.plans === undefined) {
       const answer = await untilAnswered(() => this.me.listPlans({ matchId: this.matchId }));
       if (answer.version === this.view.version) this.plans = answer.cards;
     }
@@ -177,24 +204,34 @@ class Table {
     await this.afterChange().catch(showError);
   }
 
-  /** The bot's move, when it is its turn: the same RPCs as a person's page, with its own token. */
+  /** A bot's move, when it is a bot's turn: the same RPCs as a person's page, with that seat's
+   * token. One move at a time; the next bot's turn is seen like any change, through WatchMatch. */
   private async playBot(): Promise<void> {
-    if (!this.bot || this.botBusy || this.stop.signal.aborted) return;
+    if (this.stop.signal.aborted) return;
+    if (this.botBusy) {
+      this.botAgain = true;
+      return;
+    }
     const view = this.view;
-    if (view.status !== MatchStatus.PLAYING || view.turn === view.seat) return;
+    const bot = view.toPlay === undefined ? undefined : this.bots.get(view.toPlay);
+    if (view.status !== MatchStatus.PLAYING || !bot) return;
     this.botBusy = true;
+    this.botAgain = false;
     try {
       await pause(BOT_PAUSE_MS, this.stop.signal);
-      const plans = await untilAnswered(() => this.bot!.listPlans({ matchId: this.matchId }));
+      const plans = await untilAnswered(() => bot.listPlans({ matchId: this.matchId }));
+      // The table moved on meanwhile (this page has not seen it yet): wait for its view.
+      if (plans.version !== view.version) return;
       const move = chooseMove(plans.cards);
       if (!move) return;
       const request = { matchId: this.matchId, ...move, expectedVersion: plans.version, requestId: requestId() };
-      await untilAnswered(() => this.bot!.play(request));
-      // My page learns of the bot's play like any opponent's: through WatchMatch.
+      await untilAnswered(() => bot.play(request));
+      // My page learns of the bot's play like any other seat's: through WatchMatch.
     } catch (error) {
       if (!RACES.has(errorReason(error) ?? "")) showError(error);
     } finally {
       this.botBusy = false;
+      if (this.botAgain) void this.playBot();
     }
   }
 
@@ -240,12 +277,14 @@ class Table {
   render(): void {
     const state: TableState = {
       view: this.view,
+      rules: this.rules,
       plans: this.plans,
       selected: this.selected,
       scoreboard: this.scoreboard,
       events: this.events,
-      opponentIsBot: this.bot !== undefined,
-      invite: this.saved.invite,
+      bots: new Set(this.bots.keys()),
+      invites: this.saved.invites ?? {},
+      watchLink: this.saved.watchLink,
       busy: this.busy,
     };
     draw(
@@ -254,7 +293,7 @@ class Table {
         play: (code, planId, trail) => void this.play(code, planId, trail),
         nextHand: () => void this.nextHand(),
         leave: () => leave(),
-        copyInvite: () => void copyInvite(this.saved.invite),
+        copy: (link) => void copyLink(link),
       }),
       this.view,
     );
@@ -269,35 +308,59 @@ let table: Table | undefined;
 function draw(content: HTMLElement, view?: MatchView): void {
   const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset["focus"] : undefined;
   app.replaceChildren(content);
-  // State for tests and tools, on the root: the version shown, whose turn, where the match stands.
+  // State for tests and tools, on the root: the version shown, whose turn ("you", or another
+  // seat's), the seat to play, where the match stands, and whether this page only watches.
   if (view) {
+    const playing = view.status === MatchStatus.PLAYING && view.toPlay !== undefined;
     app.dataset["version"] = String(view.version);
-    app.dataset["turn"] = view.status === MatchStatus.PLAYING ? (view.turn === view.seat ? "you" : "opponent") : "";
+    app.dataset["turn"] = playing ? (!view.spectator && view.toPlay === view.seat ? "you" : "other") : "";
+    app.dataset["toPlay"] = playing ? String(view.toPlay) : "";
     app.dataset["status"] = MatchStatus[view.status].toLowerCase().replace("_", "-");
+    app.dataset["role"] = view.spectator ? "spectator" : "seat";
   } else {
-    for (const key of ["version", "turn", "status"]) delete app.dataset[key];
+    for (const key of ["version", "turn", "toPlay", "status", "role"]) delete app.dataset[key];
   }
   if (focused) app.querySelector<HTMLElement>(`[data-focus="${focused}"]`)?.focus();
 }
 
+/** The new match the lobby's form describes (kept while the page lives, so that a language
+ * switch or a failed start keeps the choices). */
+let choice: LobbyChoice = { rules: "eram", seats: 2, others: ["bot"], rubber: false, bottomCardShown: false };
+let systems: RuleSystem[] | undefined;
+
 function lobby(busy = false): void {
   table = undefined;
-  draw(renderLobby((opponent) => void start(opponent), busy));
+  draw(renderLobby(systems, choice, { change: (next) => ((choice = next), lobby()), start: () => void start() }, busy));
+  if (!systems) {
+    ruleSystems().then((loaded) => {
+      systems = loaded;
+      if (!table) lobby(busy);
+    }, showError);
+  }
 }
 
-/** Creates a match: this page takes seat 0; seat 1 goes to the bot or into an invitation link. */
-async function start(opponent: "bot" | "friend"): Promise<void> {
+/** Creates a match: this page takes seat 0; every other seat goes to a bot or into an
+ * invitation link of its own. */
+async function start(): Promise<void> {
   lobby(true);
   const client = basraClient();
-  // Two seats under the default rules (ERAM); the request_id makes a retry return the same match.
-  const request = { rules: "eram", seats: 2, seat: 0, requestId: requestId() };
+  // The request_id makes a retry return the same match.
+  const options = { rubber: choice.rubber, bottomCardShown: choice.bottomCardShown };
+  const request = { rules: choice.rules, seats: choice.seats, options, seat: 0, requestId: requestId() };
   try {
     const answer = await untilAnswered(() => client.createMatch(request), () => showAlert(RECONNECTING));
-    const token = (seat: number) => answer.seatTokens.find((seatToken) => seatToken.seat === seat)?.token ?? "";
-    const me = { matchId: answer.matchId, seat: 0, token: token(0) };
-    const other = { matchId: answer.matchId, seat: 1, token: token(1) };
-    const version = Number(answer.view?.version ?? 0);
-    const saved: session.Saved = opponent === "bot" ? { me, bot: other, version } : { me, invite: session.inviteLink(other), version };
+    const seat = (seat: number): session.Seat => ({
+      matchId: answer.matchId,
+      seat,
+      token: answer.seatTokens.find((seatToken) => seatToken.seat === seat)?.token ?? "",
+    });
+    const others = choice.others.map((player, at) => ({ player, seat: seat(at + 1) }));
+    const saved: session.Saved = {
+      me: seat(0),
+      bots: others.filter(({ player }) => player === "bot").map(({ seat }) => seat),
+      invites: Object.fromEntries(others.filter(({ player }) => player === "person").map(({ seat }) => [seat.seat, session.inviteLink(seat)])),
+      version: Number(answer.view?.version ?? 0),
+    };
     session.save(saved);
     showAlert(undefined);
     await sit(saved, answer.view);
@@ -307,25 +370,28 @@ async function start(opponent: "bot" | "friend"): Promise<void> {
   }
 }
 
-/** Sits down at a match: with the view a Deal returned, or after asking for it (a reload, a
- * link). A seat whose match is gone or whose token is refused goes back to the lobby. */
+/** Sits down at a match (or watches it): with the view CreateMatch returned, or after asking
+ * for it (a reload, a link). A pass whose match is gone or whose token is refused goes back to
+ * the lobby. */
 async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
-  if (!view) {
-    try {
+  let rules: RuleSystem | undefined;
+  try {
+    if (!view) {
       // However long the server is away: giving up here would forget the seat.
       const client = basraClient(saved.me.token);
       const answer = await untilAnswered(() => client.getMatch({ matchId: saved.me.matchId }), () => showAlert(RECONNECTING), Infinity);
       view = answer.view;
       showAlert(undefined);
-    } catch (error) {
-      showError(error);
-      session.forget();
-      return lobby();
     }
+    rules = (await ruleSystems()).find((system) => system.name === view?.rules);
+  } catch (error) {
+    showError(error);
+    session.forget();
+    return lobby();
   }
   if (!view) return lobby();
   table?.close();
-  table = new Table(saved, view);
+  table = new Table(saved, view, rules);
   await table.open().catch(showError);
 }
 
@@ -336,8 +402,7 @@ function leave(): void {
   lobby();
 }
 
-async function copyInvite(link: string | undefined): Promise<void> {
-  if (!link) return;
+async function copyLink(link: string): Promise<void> {
   await navigator.clipboard.writeText(link);
   showAlert(() => t("linkCopied"));
 }
@@ -367,9 +432,10 @@ function main(): void {
   const chosen = session.savedLanguage();
   applyLanguage(isLanguage(chosen) ? chosen : browserLanguage());
 
-  // An invitation link seats its holder (and replaces whatever this tab sat at before).
-  const invited = session.takeInvitation();
-  if (invited) session.save({ me: invited, version: 0 });
+  // An invitation link seats its holder, a spectator link makes it a spectator (either replaces
+  // whatever this tab sat at before).
+  const pass = session.takeLink();
+  if (pass) session.save({ me: pass, version: 0 });
   const saved = session.load();
   if (saved) void sit(saved);
   else lobby();
