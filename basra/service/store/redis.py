@@ -9,11 +9,17 @@ WatchMatch readers, see ``service.store.redis_feed``). A replica that remembers 
 record when the match moved on: one round trip per play on a warm replica, two on a cold one.
 Every call has a deadline; past it, or on any connection fault, the call raises
 StoreUnavailableError.
+
+On a standalone or Sentinel-fronted Redis the hot commands (load, create, commit, ping) go
+through the store's own pipelined client (``service.store.resp``: one write and one future per
+command, on at most ``pool_size`` shared connections that redis-py opens); event reads, the
+change feed and a Redis Cluster use redis-py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -39,6 +45,7 @@ from basra.service.store.base import (
 )
 from basra.service.store.codec import decode_record, encode_record, version_prefix
 from basra.service.store.redis_feed import RedisFeed
+from basra.service.store.resp import NoScriptError, PipelinedClient
 
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
@@ -72,6 +79,20 @@ redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('SPUBLISH', KEYS[3], ARGV[4])
 return 1
 """
+
+
+@dataclass(frozen=True)
+class _Script:
+    source: str
+    sha: str
+
+
+def _script(source: str) -> _Script:
+    return _Script(source, hashlib.sha1(source.encode()).hexdigest())  # noqa: S324 - Redis's name
+
+
+_CREATE_SCRIPT: Final = _script(_CREATE)
+_COMMIT_SCRIPT: Final = _script(_COMMIT)
 
 
 class RedisStore:
@@ -125,8 +146,15 @@ class RedisStore:
             )
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
+        # Standalone and Sentinel: the hot commands (load, create, commit, ping) go through the
+        # store's pipelined client, on connections redis-py opens (service.store.resp). A
+        # Cluster routes each key to its node: it stays on redis-py.
+        self._pipes: PipelinedClient | None = None
         if isinstance(self._redis, Redis):  # a cluster client's connections live per node
             _pack_with_hiredis(self._redis)
+            self._pipes = PipelinedClient(
+                self._redis.connection_pool, size=pool_size, timeout_s=timeout_s
+            )
 
     async def _call(self, operation: Any) -> Any:
         task = asyncio.current_task()
@@ -148,24 +176,37 @@ class RedisStore:
             raise asyncio.CancelledError
         return result
 
+    async def _script(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
+        """Run a script by its SHA-1 on the pipelined client, sending its source only when
+        Redis does not hold it (after a restart): one round trip, nearly always."""
+        assert self._pipes is not None
+        try:
+            return await self._pipes.execute(b"EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:  # nothing ran: EVAL runs it and keeps it for the next EVALSHA
+            return await self._pipes.execute(b"EVAL", script.source, len(keys), *keys, *args)
+
     async def load(self, match_id: str) -> MatchRecord | None:
-        data: bytes | None = await self._call(self._redis.get(keys.match_key(match_id)))
+        data: bytes | None
+        if self._pipes is not None:
+            data = await self._pipes.execute(b"GET", keys.match_key(match_id))
+        else:
+            data = await self._call(self._redis.get(keys.match_key(match_id)))
         return None if data is None else decode_record(match_id, data)
 
     async def create(self, new: NewMatch) -> bool:
         record = new.record
-        created = await self._call(
-            self._create(
-                keys=[keys.match_key(record.match_id), keys.events_key(record.match_id)],
-                args=[
-                    self._ttl_ms,
-                    self._maxlen,
-                    record.version,
-                    encode_record(record),
-                    *_entry_fields(new.entry),
-                ],
-            )
-        )
+        names = [keys.match_key(record.match_id), keys.events_key(record.match_id)]
+        args = [
+            self._ttl_ms,
+            self._maxlen,
+            record.version,
+            encode_record(record),
+            *_entry_fields(new.entry),
+        ]
+        if self._pipes is not None:
+            created = await self._script(_CREATE_SCRIPT, names, args)
+        else:
+            created = await self._call(self._create(keys=names, args=args))
         return bool(created)
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
@@ -175,23 +216,19 @@ class RedisStore:
     async def commit_or_current(
         self, match_id: str, commit: Commit
     ) -> tuple[bool, MatchRecord | None]:
-        applied = await self._call(
-            self._commit(
-                keys=[
-                    keys.match_key(match_id),
-                    keys.events_key(match_id),
-                    keys.wake_channel(match_id),
-                ],
-                args=[
-                    self._finished_ttl_ms if commit.finished else self._ttl_ms,
-                    self._maxlen,
-                    version_prefix(commit.expected_version),
-                    commit.record.version,
-                    encode_record(commit.record),
-                    *_entry_fields(commit.entry),
-                ],
-            )
-        )
+        names = [keys.match_key(match_id), keys.events_key(match_id), keys.wake_channel(match_id)]
+        args = [
+            self._finished_ttl_ms if commit.finished else self._ttl_ms,
+            self._maxlen,
+            version_prefix(commit.expected_version),
+            commit.record.version,
+            encode_record(commit.record),
+            *_entry_fields(commit.entry),
+        ]
+        if self._pipes is not None:
+            applied = await self._script(_COMMIT_SCRIPT, names, args)
+        else:
+            applied = await self._call(self._commit(keys=names, args=args))
         if applied == 1:
             return True, None
         return False, decode_record(match_id, applied) if applied else None
@@ -230,11 +267,16 @@ class RedisStore:
 
     async def ping(self) -> None:
         # A write, not PING: a Redis out of memory still answers PING but refuses every write.
-        await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
+        if self._pipes is not None:
+            await self._pipes.execute(b"SET", keys.PROBE, b"1", b"PX", 60_000)
+        else:
+            await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
 
     async def close(self) -> None:
         for feed in self._feeds:
             await feed.close()
+        if self._pipes is not None:
+            await self._pipes.close()
         await self._redis.aclose()
         for sentinel in self._sentinels:
             for client in sentinel.sentinels:
