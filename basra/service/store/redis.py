@@ -10,10 +10,10 @@ record when the match moved on: one round trip per play on a warm replica, two o
 Every call has a deadline; past it, or on any connection fault, the call raises
 StoreUnavailableError.
 
-On a standalone or Sentinel-fronted Redis the hot commands (load, create, commit, ping) go
-through the store's own pipelined client (``service.store.resp``: one write and one future per
-command, on at most ``pool_size`` shared connections that redis-py opens); event reads, the
-change feed and a Redis Cluster use redis-py.
+On a standalone or Sentinel-fronted Redis every call's commands (load, create, commit, events,
+ping) go through the store's own pipelined client (``service.store.resp``: one write and one
+future per command, on at most ``pool_size`` shared connections that redis-py opens); the change
+feed and a Redis Cluster use redis-py.
 """
 
 from __future__ import annotations
@@ -146,9 +146,9 @@ class RedisStore:
             )
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
-        # Standalone and Sentinel: the hot commands (load, create, commit, ping) go through the
-        # store's pipelined client, on connections redis-py opens (service.store.resp). A
-        # Cluster routes each key to its node: it stays on redis-py.
+        # Standalone and Sentinel: every call but memory_usage goes through the store's
+        # pipelined client, on connections redis-py opens (service.store.resp). A Cluster
+        # routes each key to its node: it stays on redis-py.
         self._pipes: PipelinedClient | None = None
         if isinstance(self._redis, Redis):  # a cluster client's connections live per node
             _pack_with_hiredis(self._redis)
@@ -237,13 +237,29 @@ class RedisStore:
         return (await self.events_many({match_id: after_version}))[match_id]
 
     async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
-        # One pipeline (on a Cluster, one per node): the oldest entry, then those after.
-        pipe = self._redis.pipeline(transaction=False)
-        for match_id, version in after.items():
-            key = keys.events_key(match_id)
-            pipe.xrange(key, "-", "+", count=1)
-            pipe.xrange(key, "(" + keys.stream_id(version), "+")
-        found = await self._call(pipe.execute())
+        # Per match, the oldest entry, then those after: all sent at once (a pipeline).
+        if self._pipes is not None:
+            calls = []
+            for match_id, version in after.items():
+                key = keys.events_key(match_id)
+                calls.append(self._pipes.execute(b"XRANGE", key, b"-", b"+", b"COUNT", 1))
+                calls.append(
+                    self._pipes.execute(b"XRANGE", key, "(" + keys.stream_id(version), b"+")
+                )
+            # Every reply is read (a failed one raises below), so no failure goes unretrieved.
+            replies = await asyncio.gather(*calls, return_exceptions=True)
+            found: list[Any] = []
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    raise reply
+                found.append([(e[0], _fields(e[1])) for e in reply])
+        else:  # on a Cluster, redis-py's pipeline: one per node
+            pipe = self._redis.pipeline(transaction=False)
+            for match_id, version in after.items():
+                key = keys.events_key(match_id)
+                pipe.xrange(key, "-", "+", count=1)
+                pipe.xrange(key, "(" + keys.stream_id(version), "+")
+            found = await self._call(pipe.execute())
         pages = {}
         for index, match_id in enumerate(after):
             first, entries = found[2 * index], found[2 * index + 1]
@@ -387,6 +403,11 @@ def _entry_fields(entry: EventEntry) -> list[bytes | str]:
         if cards:
             fields += [keys.private_field(seat), cards]
     return fields
+
+
+def _fields(flat: list[bytes]) -> dict[bytes, bytes]:
+    """A stream entry's fields as redis-py gives them, from the flat list Redis sends."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _version(stream_id: bytes) -> int:
