@@ -2,9 +2,10 @@
 
 A Play's store call through redis-py costs several event-loop iterations and a pool checkout
 (a connection leaves the pool, the command is written, a StreamReader wakes a task to read the
-reply, the connection goes back). Here a command is one ``transport.write`` onto a shared
-connection and one future; the replies of every command in flight on that connection are read
-by one ``data_received`` callback with hiredis, in order, each settling its future. Connections
+reply, the connection goes back). Here a command is one future and its bytes on a shared
+connection, written together with every other command of the same event-loop iteration (one
+system call for all of them); the replies of every command in flight on that connection are
+read by one ``data_received`` callback with hiredis, in order, each settling its future. Connections
 are still opened by redis-py (``redis.asyncio.ConnectionPool.make_connection``): the URL's
 address or the master Sentinel names, TLS, AUTH, username and database are redis-py's, as
 before. Once its handshake is done, the connection's transport is handed to a ``_Pipe``.
@@ -75,7 +76,8 @@ class _Pipe(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.reader = hiredis.Reader()
         self.waiting: list[bytes] = []
-        """Commands queued while the connection is being opened."""
+        """Commands not written yet (this loop iteration's, or while connecting)."""
+        self.flushing = False
         self.writer: Any = None
         """redis-py's StreamWriter of the transport, kept so that collecting it does not close
         the transport under us."""
@@ -86,10 +88,18 @@ class _Pipe(asyncio.Protocol):
 
     def push(self, call: _Call) -> None:
         self.calls.append(call)
-        if self.transport is not None:
-            self.transport.write(call.packed)
-        else:
-            self.waiting.append(call.packed)
+        # Written once per loop iteration: the commands of every call that reached the store
+        # in this iteration leave in one write (one system call, one read for Redis).
+        self.waiting.append(call.packed)
+        if self.transport is not None and not self.flushing:
+            self.flushing = True
+            self.owner.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self.flushing = False
+        if self.transport is not None and self.waiting:
+            self.transport.write(b"".join(self.waiting))
+            self.waiting = []
 
     def data_received(self, data: bytes) -> None:
         reader = self.reader
@@ -132,6 +142,11 @@ class PipelinedClient:
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None
+        return self._loop
 
     @property
     def connections(self) -> int:
@@ -230,9 +245,7 @@ class PipelinedClient:
             return
         transport.set_protocol(pipe)
         pipe.transport = transport
-        if pipe.waiting:
-            transport.write(b"".join(pipe.waiting))
-            pipe.waiting = []
+        pipe.flush()
 
     # -- What connections report ----------------------------------------------------------------
 
