@@ -419,3 +419,30 @@ def test_a_closed_client_refuses_calls(redis_url: str) -> None:
             await store.load(MATCH)
 
     in_loop(scenario)
+
+
+def test_a_replica_refusing_writes_is_asked_again_then_unavailable(tmp_path: Path) -> None:
+    """READONLY (the master Sentinel named was demoted) is answered on a new connection; a
+    store that stays read-only fails the call UNAVAILABLE after the resends, not forever."""
+    master = RedisProcess(tmp_path / "master")
+    master.start()
+    replica = RedisProcess(
+        tmp_path / "replica", args=("--replicaof", "127.0.0.1", str(master.port))
+    )
+    replica.start()
+
+    async def scenario() -> None:
+        store = store_at(replica.url)
+        try:
+            with pytest.raises(StoreUnavailableError, match="READONLY"):
+                await store.create(new())
+            assert await store.load(MATCH) is None  # reads still answer
+            assert client_of(store).connections >= 1
+        finally:
+            await store.close()
+
+    try:
+        in_loop(scenario)
+    finally:
+        replica.stop()
+        master.stop()
