@@ -446,3 +446,24 @@ def test_a_replica_refusing_writes_is_asked_again_then_unavailable(tmp_path: Pat
     finally:
         replica.stop()
         master.stop()
+
+
+def test_a_unix_socket_url_works_too(tmp_path: Path) -> None:
+    socket = tmp_path / "redis.sock"
+    process = RedisProcess(tmp_path / "r", args=("--unixsocket", str(socket)))
+    process.start()
+
+    async def scenario() -> None:
+        store = store_at(f"unix://{socket}?db=2")
+        try:
+            await store.create(new())
+            assert await store.commit(MATCH, commit(1))
+            assert (await store.events(MATCH, 1)).entries[0].version == 2
+        finally:
+            await store.close()
+
+    try:
+        in_loop(scenario)
+        assert redis.Redis(port=process.port, db=2).exists(keys.match_key(MATCH))
+    finally:
+        process.stop()
