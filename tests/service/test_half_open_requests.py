@@ -137,4 +137,36 @@ def test_a_request_that_does_not_arrive_in_time_is_request_timeout(
         "REQUEST_TIMEOUT",
     )
     assert rejection.metadata == {"timeout_s": "0.5"}
-    assert server.server.metrics.request_timeouts._value.get() == 1
+    assert server.server.metrics.request_timeouts.value == 1
+
+
+def test_calls_held_back_at_different_times_each_get_their_own_deadline(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """The request deadlines share one timer: a call held back after the first one was cut, and
+    calls that send their message meanwhile, are each treated by their own deadline."""
+    server = start_server(request_timeout_s=0.3)
+    release = threading.Event()
+
+    def held_back() -> Iterator[pb.GetMatchRequest]:
+        release.wait(60)
+        yield pb.GetMatchRequest(match_id="m" * 22)
+
+    call = server.channel.stream_unary(
+        "/basra.v1.BasraService/GetMatch",
+        request_serializer=pb.GetMatchRequest.SerializeToString,
+        response_deserializer=pb.GetMatchResponse.FromString,
+    )
+    stub = health_pb2_grpc.HealthStub(server.channel)
+    try:
+        for _ in range(2):  # the second wait starts after the first one was cut
+            prompt = stub.Check(health_pb2.HealthCheckRequest(service="liveness"), timeout=5)
+            assert prompt.status == health_pb2.HealthCheckResponse.SERVING
+            rejection = Rejection.of(rpc_error(lambda: call(held_back(), timeout=30)))
+            assert (rejection.code, rejection.reason) == (
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                "REQUEST_TIMEOUT",
+            )
+    finally:
+        release.set()
+    assert server.server.metrics.request_timeouts.value == 2

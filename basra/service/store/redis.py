@@ -10,11 +10,17 @@ WatchMatch readers, see ``service.store.redis_feed``). A replica that remembers 
 record when the match moved on: one round trip per play on a warm replica, two on a cold one.
 Every call has a deadline; past it, or on any connection fault, the call raises
 StoreUnavailableError.
+
+On a standalone or Sentinel-fronted Redis every call's commands (load, create, commit, events,
+watch access, ping) go through the store's own pipelined client (``service.store.resp``: one write and one
+future per command, on at most ``pool_size`` shared connections that redis-py opens); the change
+feed and a Redis Cluster use redis-py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import ssl
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -49,6 +55,7 @@ from basra.service.store.codec import (
 )
 from basra.service.store.redis_cluster import fold_asking
 from basra.service.store.redis_feed import RedisFeed
+from basra.service.store.resp import NoScriptError, PipelinedClient
 
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
@@ -106,6 +113,21 @@ return 1
 """
 
 
+@dataclass(frozen=True)
+class _Script:
+    source: str
+    sha: str
+
+
+def _script(source: str) -> _Script:
+    return _Script(source, hashlib.sha1(source.encode()).hexdigest())  # noqa: S324 - Redis's name
+
+
+_CREATE_SCRIPT: Final = _script(_CREATE)
+_COMMIT_SCRIPT: Final = _script(_COMMIT)
+_SWAP_WATCH_SCRIPT: Final = _script(_SWAP_WATCH)
+
+
 class RedisStore:
     """Match storage in Redis (standalone, Sentinel-fronted or Cluster)."""
 
@@ -160,8 +182,15 @@ class RedisStore:
         self._create = self._redis.register_script(_CREATE)
         self._commit = self._redis.register_script(_COMMIT)
         self._swap_watch = self._redis.register_script(_SWAP_WATCH)
+        # Standalone and Sentinel: every call but memory_usage goes through the store's
+        # pipelined client, on connections redis-py opens (service.store.resp). A Cluster
+        # routes each key to its node: it stays on redis-py.
+        self._pipes: PipelinedClient | None = None
         if isinstance(self._redis, Redis):  # a cluster client's connections live per node
             _pack_with_hiredis(self._redis)
+            self._pipes = PipelinedClient(
+                self._redis.connection_pool, size=pool_size, timeout_s=timeout_s
+            )
 
     async def _call(self, operation: Any) -> Any:
         task = asyncio.current_task()
@@ -183,24 +212,37 @@ class RedisStore:
             raise asyncio.CancelledError
         return result
 
+    async def _script(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
+        """Run a script by its SHA-1 on the pipelined client, sending its source only when
+        Redis does not hold it (after a restart): one round trip, nearly always."""
+        assert self._pipes is not None
+        try:
+            return await self._pipes.execute(b"EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:  # nothing ran: EVAL runs it and keeps it for the next EVALSHA
+            return await self._pipes.execute(b"EVAL", script.source, len(keys), *keys, *args)
+
     async def load(self, match_id: str) -> MatchRecord | None:
-        data: bytes | None = await self._call(self._redis.get(keys.match_key(match_id)))
+        data: bytes | None
+        if self._pipes is not None:
+            data = await self._pipes.execute(b"GET", keys.match_key(match_id))
+        else:
+            data = await self._call(self._redis.get(keys.match_key(match_id)))
         return None if data is None else decode_record(match_id, data)
 
     async def create(self, new: NewMatch) -> bool:
         record = new.record
-        created = await self._call(
-            self._create(
-                keys=[keys.match_key(record.match_id), keys.events_key(record.match_id)],
-                args=[
-                    self._ttl_ms,
-                    self._maxlen,
-                    record.version,
-                    encode_record(record),
-                    *_entry_fields(new.entry),
-                ],
-            )
-        )
+        names = [keys.match_key(record.match_id), keys.events_key(record.match_id)]
+        args = [
+            self._ttl_ms,
+            self._maxlen,
+            record.version,
+            encode_record(record),
+            *_entry_fields(new.entry),
+        ]
+        if self._pipes is not None:
+            created = await self._script(_CREATE_SCRIPT, names, args)
+        else:
+            created = await self._call(self._create(keys=names, args=args))
         return bool(created)
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
@@ -210,20 +252,22 @@ class RedisStore:
     async def commit_or_current(
         self, match_id: str, commit: Commit
     ) -> tuple[bool, MatchRecord | None]:
-        applied = await self._call(
-            self._commit(
-                keys=[keys.match_key(match_id), keys.events_key(match_id)],
-                args=[
-                    self._finished_ttl_ms if commit.finished else self._ttl_ms,
-                    self._maxlen,
-                    version_prefix(commit.expected_version),
-                    commit.record.version,
-                    encode_record(commit.record),
-                    keys.wake_channel(match_id),
-                    *_entry_fields(commit.entry),
-                ],
-            )
-        )
+        names = [keys.match_key(match_id), keys.events_key(match_id)]
+        args = [
+            self._finished_ttl_ms if commit.finished else self._ttl_ms,
+            self._maxlen,
+            version_prefix(commit.expected_version),
+            commit.record.version,
+            encode_record(commit.record),
+            # The wake channel is an argument, not a key: an importing Cluster node refuses a
+            # script naming a key it does not hold (see _COMMIT).
+            keys.wake_channel(match_id),
+            *_entry_fields(commit.entry),
+        ]
+        if self._pipes is not None:
+            applied = await self._script(_COMMIT_SCRIPT, names, args)
+        else:
+            applied = await self._call(self._commit(keys=names, args=args))
         if applied == 1:
             return True, None
         return False, decode_record(match_id, applied) if applied else None
@@ -232,13 +276,29 @@ class RedisStore:
         return (await self.events_many({match_id: after_version}))[match_id]
 
     async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
-        # One pipeline (on a Cluster, one per node): the oldest entry, then those after.
-        pipe = self._redis.pipeline(transaction=False)
-        for match_id, version in after.items():
-            key = keys.events_key(match_id)
-            pipe.xrange(key, "-", "+", count=1)
-            pipe.xrange(key, "(" + keys.stream_id(version), "+")
-        found = await self._call(pipe.execute())
+        # Per match, the oldest entry, then those after: all sent at once (a pipeline).
+        if self._pipes is not None:
+            calls = []
+            for match_id, version in after.items():
+                key = keys.events_key(match_id)
+                calls.append(self._pipes.execute(b"XRANGE", key, b"-", b"+", b"COUNT", 1))
+                calls.append(
+                    self._pipes.execute(b"XRANGE", key, "(" + keys.stream_id(version), b"+")
+                )
+            # Every reply is read (a failed one raises below), so no failure goes unretrieved.
+            replies = await asyncio.gather(*calls, return_exceptions=True)
+            found: list[Any] = []
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    raise reply
+                found.append([(e[0], _fields(e[1])) for e in reply])
+        else:  # on a Cluster, redis-py's pipeline: one per node
+            pipe = self._redis.pipeline(transaction=False)
+            for match_id, version in after.items():
+                key = keys.events_key(match_id)
+                pipe.xrange(key, "-", "+", count=1)
+                pipe.xrange(key, "(" + keys.stream_id(version), "+")
+            found = await self._call(pipe.execute())
         pages = {}
         for index, match_id in enumerate(after):
             first, entries = found[2 * index], found[2 * index + 1]
@@ -251,10 +311,23 @@ class RedisStore:
         return pages
 
     async def watch_access(self, match_ids: Collection[str]) -> dict[str, WatchAccess | None]:
-        pipe = self._redis.pipeline(transaction=False)
-        for match_id in match_ids:
-            pipe.get(keys.watch_key(match_id))
-        found = await self._call(pipe.execute())
+        found: list[bytes | None]
+        if self._pipes is not None:
+            pipes = self._pipes
+            replies = await asyncio.gather(
+                *(pipes.execute(b"GET", keys.watch_key(match_id)) for match_id in match_ids),
+                return_exceptions=True,  # every reply read, so no failure goes unretrieved
+            )
+            found = []
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    raise reply
+                found.append(reply)
+        else:
+            pipe = self._redis.pipeline(transaction=False)
+            for match_id in match_ids:
+                pipe.get(keys.watch_key(match_id))
+            found = await self._call(pipe.execute())
         return {
             match_id: None if data is None else decode_watch_access(data)
             for match_id, data in zip(match_ids, found, strict=True)
@@ -269,18 +342,18 @@ class RedisStore:
         finished: bool,
         revoke: bool,
     ) -> bool:
-        swapped = await self._call(
-            self._swap_watch(
-                keys=[keys.match_key(match_id), keys.watch_key(match_id)],
-                args=[
-                    b"" if expected is None else encode_watch_access(expected),
-                    encode_watch_access(new),
-                    "" if finished else self._ttl_ms,
-                    "1" if revoke else "0",
-                    keys.wake_channel(match_id),
-                ],
-            )
-        )
+        names = [keys.match_key(match_id), keys.watch_key(match_id)]
+        args: list[Any] = [
+            b"" if expected is None else encode_watch_access(expected),
+            encode_watch_access(new),
+            "" if finished else self._ttl_ms,
+            "1" if revoke else "0",
+            keys.wake_channel(match_id),
+        ]
+        if self._pipes is not None:
+            swapped = await self._script(_SWAP_WATCH_SCRIPT, names, args)
+        else:
+            swapped = await self._call(self._swap_watch(keys=names, args=args))
         return bool(swapped)
 
     def feed(self, on_reconnect: Callable[[], None]) -> RedisFeed:
@@ -295,11 +368,16 @@ class RedisStore:
 
     async def ping(self) -> None:
         # A write, not PING: a Redis out of memory still answers PING but refuses every write.
-        await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
+        if self._pipes is not None:
+            await self._pipes.execute(b"SET", keys.PROBE, b"1", b"PX", 60_000)
+        else:
+            await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
 
     async def close(self) -> None:
         for feed in self._feeds:
             await feed.close()
+        if self._pipes is not None:
+            await self._pipes.close()
         await self._redis.aclose()
         for sentinel in self._sentinels:
             for client in sentinel.sentinels:
@@ -445,6 +523,11 @@ def _entry_fields(entry: EventEntry) -> list[bytes | str]:
         if cards:
             fields += [keys.private_field(seat), cards]
     return fields
+
+
+def _fields(flat: list[bytes]) -> dict[bytes, bytes]:
+    """A stream entry's fields as redis-py gives them, from the flat list Redis sends."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _version(stream_id: bytes) -> int:

@@ -1,0 +1,469 @@
+"""The Redis store's pipelined client (service.store.resp) on a real redis-server: its deadline,
+connection faults, lost replies, cancellation, error replies, bounds, TLS and URL options.
+
+A ``Proxy`` between the client and Redis stands in for the network: it can hold Redis's replies
+(a Redis that stopped answering) or cut the connection right after a command went through (a
+reply lost on the way back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from basra.service.store import StoreFullError, StoreUnavailableError, keys
+from basra.service.store.redis import RedisStore
+from basra.service.store.resp import NoScriptError, PipelinedClient
+from tests.service.test_store_contract import commit, new
+from tests.support import RedisProcess, free_port
+
+MATCH = "M" * 22
+
+
+class Proxy:
+    """A TCP proxy to Redis on a free loopback port, in the test's event loop."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self.holding = False
+        """Replies are kept back (Redis seems not to answer)."""
+        self.cut_after: bytes | None = None
+        """Once a command holding these bytes reached Redis, the next reply from Redis is
+        dropped and both connections are cut."""
+        self.cuts = 0
+        self.accepted = 0
+        self._server: asyncio.Server | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        redis_r, redis_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._writers += [client_w, redis_w]
+        cut = asyncio.Event()
+
+        async def upstream() -> None:
+            while data := await client_r.read(65536):
+                if self.cut_after is not None and self.cut_after in data:
+                    self.cut_after = None
+                    cut.set()
+                redis_w.write(data)
+                await redis_w.drain()
+
+        async def downstream() -> None:
+            while data := await redis_r.read(65536):
+                if cut.is_set():  # the reply of the command that went through: lost
+                    self.cuts += 1
+                    break
+                while self.holding:
+                    await asyncio.sleep(0.01)
+                client_w.write(data)
+                await client_w.drain()
+
+        tasks = [asyncio.create_task(upstream()), asyncio.create_task(downstream())]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            pass  # the test is over
+        finally:
+            for task in tasks:
+                task.cancel()
+            for writer in (client_w, redis_w):
+                writer.close()
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in self._writers:
+            writer.close()
+
+
+def in_loop(scenario: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(scenario())  # type: ignore[arg-type]
+
+
+def store_at(url: str, timeout_s: float = 2, pool_size: int = 4) -> RedisStore:
+    return RedisStore(
+        url, cluster=False, ttl_s=3600, events_maxlen=50, timeout_s=timeout_s, pool_size=pool_size
+    )
+
+
+def client_of(store: RedisStore) -> PipelinedClient:
+    assert store._pipes is not None, "standalone Redis uses the pipelined client"
+    return store._pipes
+
+
+def test_many_commands_at_once_share_the_bounded_connections_and_each_gets_its_reply(
+    redis_url: str,
+) -> None:
+    async def scenario() -> None:
+        store = store_at(redis_url, pool_size=2)
+        pipes = client_of(store)
+        try:
+            await asyncio.gather(*(pipes.execute("SET", f"k{n}", n) for n in range(300)))
+            got = await asyncio.gather(*(pipes.execute("GET", f"k{n}") for n in range(300)))
+            assert got == [str(n).encode() for n in range(300)]
+            assert pipes.connections <= 2
+        finally:
+            await store.close()
+
+    in_loop(scenario)
+
+
+def test_a_redis_that_stops_answering_fails_the_call_at_its_deadline(redis_url: str) -> None:
+    async def scenario() -> None:
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url, timeout_s=0.3)
+        try:
+            await store.create(new())
+            proxy.holding = True
+            with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.3 s"):
+                await store.load(MATCH)
+            proxy.holding = False
+            # The stalled connection was closed; the next call gets a new one.
+            assert (await store.load(MATCH)) == new().record
+        finally:
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
+
+
+def test_a_redis_that_accepts_but_never_answers_the_handshake_fails_at_the_deadline() -> None:
+    async def scenario() -> None:
+        accepted: list[asyncio.StreamWriter] = []
+
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(writer)
+            await reader.read()  # never answers
+
+        port = free_port()
+        server = await asyncio.start_server(silent, "127.0.0.1", port)
+        store = store_at(f"redis://127.0.0.1:{port}/0", timeout_s=0.3)
+        try:
+            with pytest.raises(StoreUnavailableError):
+                await store.load(MATCH)
+        finally:
+            await store.close()
+            server.close()
+            for writer in accepted:
+                writer.close()
+            await server.wait_closed()
+
+    in_loop(scenario)
+
+
+def test_a_commit_whose_reply_was_lost_is_sent_again_and_applied_once(redis_url: str) -> None:
+    """The reply to an applied commit is lost with its connection: the client sends the commit
+    again on a new connection, and the script's version check answers the record it wrote (a
+    lost race to the caller, who decides again on it) instead of applying it twice."""
+
+    async def scenario() -> None:
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url)
+        try:
+            await store.create(new())
+            await store.create(new("O" * 22))
+            assert await store.commit("O" * 22, commit(1))  # Redis holds the script now
+            proxy.cut_after = b"EVALSHA"
+            applied, current = await store.commit_or_current(MATCH, commit(1, request=b"r"))
+            assert proxy.cuts == 1
+            assert not applied
+            assert current is not None
+            assert (current.version, current.state) == (2, b"state-2")
+            assert current.requests == (b"r", b"")
+            page = await store.events(MATCH, 0)
+            assert [e.version for e in page.entries] == [1, 2]  # one entry for version 2
+        finally:
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
+
+
+def test_a_call_on_a_connection_from_before_a_redis_restart_is_answered(
+    aof_redis: RedisProcess,
+) -> None:
+    async def scenario() -> None:
+        store = store_at(aof_redis.url)
+        try:
+            await store.create(new())
+            await asyncio.to_thread(aof_redis.stop)
+            with pytest.raises(StoreUnavailableError):
+                await store.load(MATCH)
+            await asyncio.to_thread(aof_redis.start)
+            assert await store.load(MATCH) == new().record
+            # Redis forgot the scripts: the commit sends its source once, then runs by SHA.
+            assert await store.commit(MATCH, commit(1))
+            assert await store.commit(MATCH, commit(2))
+        finally:
+            await store.close()
+
+    in_loop(scenario)
+
+
+def test_a_script_redis_no_longer_holds_is_sent_again_with_its_source(redis_url: str) -> None:
+    async def scenario() -> None:
+        store = store_at(redis_url)
+        try:
+            await store.create(new())
+            redis.Redis.from_url(redis_url).script_flush()
+            assert await store.commit(MATCH, commit(1))
+            with pytest.raises(NoScriptError):
+                await client_of(store).execute("EVALSHA", "0" * 40, 0)
+        finally:
+            await store.close()
+
+    in_loop(scenario)
+
+
+def test_a_cancelled_call_is_cancelled_and_its_late_reply_does_not_answer_the_next(
+    redis_url: str,
+) -> None:
+    async def scenario() -> None:
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url, pool_size=1)
+        try:
+            await store.create(new())
+            proxy.holding = True
+            call = asyncio.create_task(store.load(MATCH))
+            await asyncio.sleep(0.05)  # written, its reply held back
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            proxy.holding = False
+            assert await store.load("X" * 22) is None  # not the cancelled call's reply
+            assert await store.load(MATCH) == new().record
+            assert proxy.accepted == 1  # the same connection, still in step
+        finally:
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
+
+
+def test_an_unreachable_redis_fails_every_call_at_once(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = store_at(RedisProcess(tmp_path / "never").url, timeout_s=30)
+        try:
+            results = await asyncio.gather(
+                *(store.load(MATCH) for _ in range(10)), return_exceptions=True
+            )
+            assert all(isinstance(r, StoreUnavailableError) for r in results), results
+        finally:
+            await store.close()
+
+    in_loop(scenario)
+
+
+def test_an_error_reply_is_a_redis_error_and_out_of_memory_is_store_full(
+    tmp_path: Path,
+) -> None:
+    process = RedisProcess(
+        tmp_path / "r", args=("--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
+    )
+    process.start()
+
+    async def scenario() -> None:
+        store = store_at(process.url)
+        pipes = client_of(store)
+        try:
+            await pipes.execute("SET", "s", "x")
+            with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+                await pipes.execute("LPUSH", "s", "x")
+
+            async def fill() -> None:
+                for n in range(1000):
+                    await pipes.execute("SET", f"f{n}", b"x" * 10_000)
+
+            with pytest.raises(StoreFullError):
+                await fill()
+            with pytest.raises(StoreFullError):
+                await store.create(new())
+            assert await store.load(MATCH) is None  # reads still answer
+        finally:
+            await store.close()
+
+    try:
+        in_loop(scenario)
+    finally:
+        process.stop()
+
+
+def test_password_username_and_database_come_from_the_url(tmp_path: Path) -> None:
+    process = RedisProcess(tmp_path / "r")
+    process.start()
+    setup = process.client()
+    setup.acl_setuser(
+        "alice", enabled=True, passwords=["+secret"], keys=["*"], channels=["*"], commands=["+@all"]
+    )
+    setup.config_set("requirepass", "pw")
+    direct = redis.Redis(port=process.port, password="pw", db=3)
+    try:
+        for url in (
+            f"redis://:pw@127.0.0.1:{process.port}/3",
+            f"redis://alice:secret@127.0.0.1:{process.port}/3",
+        ):
+            direct.flushall()
+
+            async def scenario(url: str = url) -> None:
+                store = store_at(url)
+                try:
+                    await store.create(new())
+                    assert await store.commit(MATCH, commit(1))
+                finally:
+                    await store.close()
+
+            in_loop(scenario)
+            assert direct.exists(keys.match_key(MATCH))
+        wrong = f"redis://:nope@127.0.0.1:{process.port}/0"
+
+        async def refused() -> None:
+            store = store_at(wrong)
+            try:
+                with pytest.raises(StoreUnavailableError, match="cannot connect"):
+                    await store.load(MATCH)
+            finally:
+                await store.close()
+
+        in_loop(refused)
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def tls_redis(tmp_path: Path) -> Iterator[tuple[RedisProcess, int, Path]]:
+    """A redis-server with a TLS port, its certificate from a CA made here: (it, the TLS port,
+    the CA's certificate)."""
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl makes the test certificates"
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], check=True, capture_output=True, cwd=tmp_path)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "1", "-subj", "/CN=basra test CA")  # fmt: skip
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+        "-subj", "/CN=127.0.0.1")  # fmt: skip
+    (tmp_path / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.pem", "-days", "1", "-extfile", "san.ext")  # fmt: skip
+    tls_port = free_port()
+    process = RedisProcess(
+        tmp_path / "redis",
+        args=(
+            "--tls-port", str(tls_port), "--tls-cert-file", str(tmp_path / "server.pem"),
+            "--tls-key-file", str(tmp_path / "server.key"),
+            "--tls-ca-cert-file", str(tmp_path / "ca.pem"), "--tls-auth-clients", "no",
+        ),
+    )  # fmt: skip
+    process.start()  # its plain port answers the readiness check
+    yield process, tls_port, tmp_path / "ca.pem"
+    process.stop()
+
+
+def test_a_rediss_url_speaks_tls_with_the_urls_ca(
+    tls_redis: tuple[RedisProcess, int, Path],
+) -> None:
+    process, port, ca = tls_redis
+    url = f"rediss://127.0.0.1:{port}/0?ssl_ca_certs={ca}&ssl_cert_reqs=required"
+
+    async def scenario() -> None:
+        store = store_at(url)
+        try:
+            await store.create(new())
+            assert await store.commit(MATCH, commit(1))
+            record = await store.load(MATCH)
+            assert record is not None
+            assert record.version == 2
+            await store.ping()
+        finally:
+            await store.close()
+
+    in_loop(scenario)
+    assert process.client().exists(keys.match_key(MATCH))
+
+    async def untrusted() -> None:  # without the CA, the server's certificate is refused
+        store = store_at(f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=required")
+        try:
+            with pytest.raises(StoreUnavailableError, match="cannot connect"):
+                await store.load(MATCH)
+        finally:
+            await store.close()
+
+    in_loop(untrusted)
+
+
+def test_a_closed_client_refuses_calls(redis_url: str) -> None:
+    async def scenario() -> None:
+        store = store_at(redis_url)
+        await store.create(new())
+        await store.close()
+        with pytest.raises(StoreUnavailableError, match="closed"):
+            await store.load(MATCH)
+
+    in_loop(scenario)
+
+
+def test_a_replica_refusing_writes_is_asked_again_then_unavailable(tmp_path: Path) -> None:
+    """READONLY (the master Sentinel named was demoted) is answered on a new connection; a
+    store that stays read-only fails the call UNAVAILABLE after the resends, not forever."""
+    master = RedisProcess(tmp_path / "master")
+    master.start()
+    replica = RedisProcess(
+        tmp_path / "replica", args=("--replicaof", "127.0.0.1", str(master.port))
+    )
+    replica.start()
+
+    async def scenario() -> None:
+        store = store_at(replica.url)
+        try:
+            with pytest.raises(StoreUnavailableError, match="READONLY"):
+                await store.create(new())
+            assert await store.load(MATCH) is None  # reads still answer
+            assert client_of(store).connections >= 1
+        finally:
+            await store.close()
+
+    try:
+        in_loop(scenario)
+    finally:
+        replica.stop()
+        master.stop()
+
+
+def test_a_unix_socket_url_works_too(tmp_path: Path) -> None:
+    socket = tmp_path / "redis.sock"
+    process = RedisProcess(tmp_path / "r", args=("--unixsocket", str(socket)))
+    process.start()
+
+    async def scenario() -> None:
+        store = store_at(f"unix://{socket}?db=2")
+        try:
+            await store.create(new())
+            assert await store.commit(MATCH, commit(1))
+            assert (await store.events(MATCH, 1)).entries[0].version == 2
+        finally:
+            await store.close()
+
+    try:
+        in_loop(scenario)
+        assert redis.Redis(port=process.port, db=2).exists(keys.match_key(MATCH))
+    finally:
+        process.stop()
