@@ -204,18 +204,17 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ]
+    deadline = RequestDeadline(settings.request_timeout_s, metrics.request_timeouts.inc)
     server = grpc.aio.server(
         options=options,
         # Half-open requests (headers and part of a message, then nothing) each hold a call:
         # bounded in number per process here and per connection by max_concurrent_streams,
         # and in time by the request deadline (basra/service/limits.py).
-        interceptors=[
-            RequestDeadline(settings.request_timeout_s, metrics.request_timeouts.inc),
-        ],
+        interceptors=[deadline],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
     )
     core = Servicer(settings, instrumented, metrics)
-    register(server, core)
+    register(server, core, deadline)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

@@ -138,3 +138,31 @@ def test_a_request_that_does_not_arrive_in_time_is_request_timeout(
     )
     assert rejection.metadata == {"timeout_s": "0.5"}
     assert server.server.metrics.request_timeouts._value.get() == 1
+
+
+def test_a_watch_request_that_does_not_arrive_in_time_is_request_timeout(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """WatchMatch takes its request within the same deadline, although it is registered as a
+    request stream of its own rather than through the interceptor (grpc_transport.register)."""
+    server = start_server(request_timeout_s=0.5)
+    release = threading.Event()
+
+    def held_back() -> Iterator[pb.WatchMatchRequest]:
+        release.wait(60)  # until the server has answered: never within the deadline
+        yield pb.WatchMatchRequest(match_id="m" * 22)
+
+    call = server.channel.stream_stream(
+        "/basra.v1.BasraService/WatchMatch",
+        request_serializer=pb.WatchMatchRequest.SerializeToString,
+        response_deserializer=pb.WatchMatchResponse.FromString,
+    )
+    try:
+        rejection = Rejection.of(rpc_error(lambda: list(call(held_back(), timeout=30))))
+    finally:
+        release.set()
+    assert (rejection.code, rejection.reason) == (
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        "REQUEST_TIMEOUT",
+    )
+    assert server.server.metrics.request_timeouts._value.get() == 1

@@ -261,3 +261,37 @@ def _can_read(client: MatchClient) -> bool:
 def shard_channels(client: redis.Redis) -> int:
     channels = client.execute_command("PUBSUB", "SHARDCHANNELS")  # type: ignore[no-untyped-call]
     return len(channels)
+
+
+def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_its_match(
+    any_server: ServerThread,
+) -> None:
+    """The streams of a match wait on one shared future (memory per idle stream); cancelling a
+    task cancels the future it awaits, so the stream that leaves cancels the shared one too. The
+    others must take that for a wake-up, not for their own end."""
+    client = new_match(any_server, seed=11)
+    streams = [Collector(client, seat, 1) for seat in (0, 1)]
+    try:
+        wait_for(lambda: _waiting(any_server, client.match_id) == 2, "both streams waiting")
+        streams[0].close()
+        metrics = any_server.server.metrics
+        wait_for(lambda: metrics.watch_streams._value.get() == 1, "the stream released")
+        play = random_play(engine_new_match(11)[0], random.Random(11))
+        client.play(play.seat, play.card, play.plan or 0)
+        wait_for(functools.partial(streams[1].has, 2), "the other stream gets the play")
+        assert [e.version for e in streams[1].events if e.version_complete] == [2]
+    finally:
+        streams[1].close()
+
+
+def _waiting(server: ServerThread, match_id: str) -> int:
+    """How many tasks await the match's shared wake-up future."""
+
+    async def count() -> int:
+        followed = server.server.servicer._watchers._matches.get(match_id)  # type: ignore[union-attr]
+        changed = None if followed is None else followed.changed
+        if changed is None or changed.done():
+            return 0
+        return len(changed._callbacks or ())
+
+    return server.run(count())
