@@ -195,6 +195,13 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.max_concurrent_streams", settings.max_concurrent_streams),
+        # Calls whose headers have arrived wait in gRPC core until the event loop accepts them;
+        # past 1,000 waiting (its default, 3,000 at the most) core cancels new ones, which cut
+        # streams in bursts when thousands of clients (re)connect at once. As many may wait as
+        # may run: max_concurrent_rpcs bounds them again once accepted, and core still drops a
+        # call that waited 30 s (grpc.server_max_unrequested_time_in_server).
+        ("grpc.server.max_pending_requests", settings.max_concurrent_rpcs),
+        ("grpc.server.max_pending_requests_hard_limit", settings.max_concurrent_rpcs),
         ("grpc.so_reuseport", 0),
         # Connections are long-lived: ageing them out lets clients spread onto replicas added
         # by the autoscaler. Calls in flight get the grace; a cut WatchMatch resumes by version.

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import json
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -295,3 +298,45 @@ def _waiting(server: ServerThread, match_id: str) -> int:
         return len(changed._callbacks or ())
 
     return server.run(count())
+
+
+_cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")  # untyped: channelz
+
+
+def _calls_started() -> int:
+    """Calls gRPC core has started on every server of this process (channelz): it counts a
+    call as soon as its headers arrive, before the application has accepted it."""
+    servers = json.loads(_cygrpc.channelz_get_servers(0)).get("server", [])
+    return sum(int(s.get("data", {}).get("callsStarted", 0)) for s in servers)
+
+
+def test_a_burst_of_streams_waits_to_be_accepted_rather_than_being_cancelled(
+    shipped: ServerThread, crowd: Crowd
+) -> None:
+    """Seen at 10,000 streams opened at once: gRPC core queues the calls the application has
+    not accepted yet, and past 1,000 of them (its default max_pending_requests, 3,000 at the
+    most) it cancels new ones, so clients got CANCELLED in bursts. The server takes as many
+    pending calls as it takes calls (max_concurrent_rpcs). Here the server's event loop is held
+    until core has received every call of a burst of 3,200."""
+    burst = 3200
+    crowd.create(burst // 2)
+    release, held = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        held.set()
+        release.wait(120)
+
+    before = _calls_started()
+    shipped.loop.call_soon_threadsafe(hold)
+    assert held.wait(10)
+    watching = threading.Thread(target=crowd.watch, kwargs={"batch": burst})
+    watching.start()
+    try:
+        wait_for(lambda: _calls_started() - before >= burst, "every call reached gRPC core")
+    finally:
+        release.set()
+    watching.join(timeout=240)
+    assert not watching.is_alive()
+    assert crowd.reopened == 0, f"{crowd.reopened} of {burst} streams were cut"
+    assert not crowd.failed()
+    crowd.leave()
