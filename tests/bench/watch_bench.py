@@ -135,7 +135,8 @@ def _measure(
     play_p99 = statistics.quantiles(plays, n=100)[98]
     print(
         f"WatchMatch: {matches:,} matches x 2 seats = {streams:,} streams on one replica "
-        f"(created in {created_s:.1f} s, streams open in {opened_s:.1f} s), idle {idle_s:.0f} s, "
+        f"(created in {created_s:.1f} s, streams open in {opened_s:.1f} s, {crowd.reopened} cut "
+        f"by the server before their first event and opened again), idle {idle_s:.0f} s, "
         f"then a play in every match, {plays_per_s:,.0f} plays/s"
     )
     print(
