@@ -5,7 +5,10 @@ client likes, for the request message. A client that sends headers and one byte 
 thousands of streams holds thousands of calls (about 23 KB each, measured) and never sends the
 rest. ``RequestDeadline`` gives every call ``timeout_s`` for its request message to arrive, and
 the server's ``maximum_concurrent_rpcs`` bounds how many calls exist at once (see
-``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection.
+``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection. The gRPC
+transport registers its server-streaming handlers (WatchMatch) as request streams that wait for
+their first message with ``RequestDeadline.first`` themselves (``grpc_transport.register``): the
+same deadline, without a wrapper per call around a stream that may stay open for hours.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_streaming:
             return handler
-        first = self._first
+        first = self.first
         if not handler.response_streaming:
             unary: Any = handler.unary_unary
 
@@ -90,7 +93,9 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             responses, handler.request_deserializer, handler.response_serializer
         )
 
-    async def _first(self, requests: AsyncIterator[Any], context: Any) -> Any:
+    async def first(self, requests: AsyncIterator[Any], context: Any) -> Any:
+        """The call's one request message, once it has arrived within the deadline; else the
+        call ends DEADLINE_EXCEEDED / REQUEST_TIMEOUT (INVALID_ARGUMENT when none was sent)."""
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         waiting = _Waiting(loop.time() + self._timeout_s, task)

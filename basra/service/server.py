@@ -97,6 +97,30 @@ def open_store(settings: Settings) -> Store:
     )
 
 
+def grpc_options(settings: Settings) -> list[tuple[str, int]]:
+    """The gRPC server's channel options (``make bench`` builds its bare server with them)."""
+    return [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.max_concurrent_streams", settings.max_concurrent_streams),
+        # Calls whose headers have arrived wait in gRPC core until the event loop accepts them;
+        # past 1,000 waiting (its default, 3,000 at the most) core cancels new ones, which cut
+        # streams in bursts when thousands of clients (re)connect at once. As many may wait as
+        # may run: max_concurrent_rpcs bounds them again once accepted, and core still drops a
+        # call that waited 30 s (grpc.server_max_unrequested_time_in_server).
+        ("grpc.server.max_pending_requests", settings.max_concurrent_rpcs),
+        ("grpc.server.max_pending_requests_hard_limit", settings.max_concurrent_rpcs),
+        ("grpc.so_reuseport", 0),
+        # Connections are long-lived: ageing them out lets clients spread onto replicas added
+        # by the autoscaler. Calls in flight get the grace; a cut WatchMatch resumes by version.
+        ("grpc.max_connection_age_ms", 600_000),
+        ("grpc.max_connection_age_grace_ms", 30_000),
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_timeout_ms", 10_000),
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ]
+
+
 @dataclass
 class BasraServer:
     """A running server and what it owns."""
@@ -195,31 +219,18 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     """
     metrics = Metrics.create()
     instrumented = InstrumentedStore(store or open_store(settings), metrics)
-    options = [
-        ("grpc.max_receive_message_length", settings.max_message_bytes),
-        ("grpc.max_send_message_length", settings.max_message_bytes),
-        ("grpc.max_concurrent_streams", settings.max_concurrent_streams),
-        ("grpc.so_reuseport", 0),
-        # Connections are long-lived: ageing them out lets clients spread onto replicas added
-        # by the autoscaler. Calls in flight get the grace; a cut WatchMatch resumes by version.
-        ("grpc.max_connection_age_ms", 600_000),
-        ("grpc.max_connection_age_grace_ms", 30_000),
-        ("grpc.keepalive_time_ms", 30_000),
-        ("grpc.keepalive_timeout_ms", 10_000),
-        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
-    ]
+    options = grpc_options(settings)
+    deadline = RequestDeadline(settings.request_timeout_s, metrics.request_timeouts.inc)
     server = grpc.aio.server(
         options=options,
         # Half-open requests (headers and part of a message, then nothing) each hold a call:
         # bounded in number per process here and per connection by max_concurrent_streams,
         # and in time by the request deadline (basra/service/limits.py).
-        interceptors=[
-            RequestDeadline(settings.request_timeout_s, metrics.request_timeouts.inc),
-        ],
+        interceptors=[deadline],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
     )
     core = Servicer(settings, instrumented, metrics)
-    register(server, core)
+    register(server, core, deadline)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

@@ -110,6 +110,11 @@ class Caller:
     ended: asyncio.Future[None]
 
 
+async def _no_responses() -> AsyncIterator[Any]:
+    return
+    yield  # an async generator that yields nothing
+
+
 class MalformedRequest:
     """What a request that does not parse as its message becomes: the transports pass it to
     ``Servicer.handle``, which rejects it like any other bad input."""
@@ -185,21 +190,30 @@ class Servicer:
     async def handle_stream(
         self, method: str, request: Message | MalformedRequest, caller: Caller
     ) -> AsyncIterator[Any]:
-        """Run the server-streaming RPC ``method``: its responses, then ServiceError if it
-        fails (the only exception)."""
+        """Run the server-streaming RPC ``method`` (a coroutine that checks the call and returns
+        its responses' iterator): its responses, then ServiceError if it fails (the only
+        exception)."""
         start = time.perf_counter()
+        match_id = getattr(request, "match_id", "")
         try:
             _check_parsed(request)
-            handler: Callable[[Any, Caller], AsyncIterator[Message]] = getattr(self, method)
-            async with contextlib.aclosing(handler(request, caller)) as responses:  # type: ignore[type-var]
+            handler: Callable[[Any, Caller], Awaitable[AsyncIterator[Message]]] = getattr(
+                self, method
+            )
+            opened = await handler(request, caller)
+            # An open stream waits here for as long as its client stays: it keeps neither the
+            # request nor the caller (memory per idle stream, see watch.py).
+            del request, caller
+            async with contextlib.aclosing(opened) as responses:  # type: ignore[type-var]
                 async for response in responses:
                     yield response
+                    del response  # not kept while the stream waits for the next one
         except Exception as exc:
             error = _reject(exc)
-            self._observe(method, request, start, error)
+            self._metrics.observe_call(method, match_id, time.perf_counter() - start, error)
             raise error from exc
         else:
-            self._observe(method, request, start, None)
+            self._metrics.observe_call(method, match_id, time.perf_counter() - start, None)
 
     async def _watch_token_refused(
         self, request: Any, caller: Caller, error: ServiceError
@@ -535,20 +549,15 @@ class Servicer:
     async def WatchMatch(
         self, request: pb.WatchMatchRequest, caller: Caller
     ) -> AsyncIterator[pb.WatchMatchResponse]:
+        """Check the call and open the stream; the caller iterates what this returns.
+
+        A coroutine returning the iterator rather than an async generator around it: an idle
+        stream then holds one generator (``WatchStream.responses``), not three nested ones.
+        """
         # A transport may not close a streaming handler whose client left (gRPC finalizes it
         # whenever it is collected): the count of open streams follows the end of the call.
         self._metrics.watch_streams.inc()
         caller.ended.add_done_callback(self._stream_ended)
-        async with contextlib.aclosing(self._watch(request, caller)) as events:  # type: ignore[type-var]
-            async for response in events:
-                yield response
-
-    def _stream_ended(self, _: asyncio.Future[None]) -> None:
-        self._metrics.watch_streams.dec()
-
-    async def _watch(
-        self, request: pb.WatchMatchRequest, caller: Caller
-    ) -> AsyncIterator[pb.WatchMatchResponse]:
         if request.after_version < 0:
             raise invalid_argument("after_version", "must be 0 or more")
         record, seat, salt, state = await self._viewer(request.match_id, caller)
@@ -563,15 +572,17 @@ class Servicer:
                 {"after_version": request.after_version, "current_version": record.version},
             )
         if state.winner is not None and request.after_version >= record.version:
-            return  # the match is over and everything was sent
+            return _no_responses()  # the match is over and everything was sent
         # A spectator's stream ends once its watch token stops working (WATCH_TOKEN_REVOKED).
         access = salt if seat is None else None
         stream = self._watchers.open(record.match_id, seat, request.after_version, access)
         # A stream waiting on an idle match writes nothing, so its transport would never notice
         # the client leave: the end of the call releases the stream's place at once.
-        caller.ended.add_done_callback(lambda _: stream.leave())
-        async for response in stream.responses():
-            yield response
+        caller.ended.add_done_callback(stream.leave)
+        return stream.responses()
+
+    def _stream_ended(self, _: asyncio.Future[None]) -> None:
+        self._metrics.watch_streams.dec()
 
     # -- Shared paths -------------------------------------------------------------------------
 

@@ -7,7 +7,10 @@ One server process on a real redis-server; ``--matches`` matches, each watched b
 ``BASRA_MAX_CONCURRENT_STREAMS``), idle for ``--idle`` seconds, then one play in every match.
 Figures: streams that got their event, delivery p50/p99 (from the Play sent to the event
 received), the replica's Redis connections (Redis' own CLIENT LIST), and the server's resident
-memory per idle stream (its RSS with the streams open, less before they were opened).
+memory per idle stream (its RSS with the streams open, less before they were opened), beside
+two floors that are gRPC's own: a bare ``grpc.aio`` server whose handler only waits, and the
+same configured like the service (its channel options, call limit, request deadline and
+request-stream registration), which is the part of the figure no change to the fan-out removes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -27,6 +31,9 @@ from typing import Any
 import grpc
 import redis
 
+from basra.service.config import from_args
+from basra.service.limits import RequestDeadline
+from basra.service.server import grpc_options
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
 from tests.bench.service_bench import process, serve_command
@@ -128,7 +135,8 @@ def _measure(
     play_p99 = statistics.quantiles(plays, n=100)[98]
     print(
         f"WatchMatch: {matches:,} matches x 2 seats = {streams:,} streams on one replica "
-        f"(created in {created_s:.1f} s, streams open in {opened_s:.1f} s), idle {idle_s:.0f} s, "
+        f"(created in {created_s:.1f} s, streams open in {opened_s:.1f} s, {crowd.reopened} cut "
+        f"by the server before their first event and opened again), idle {idle_s:.0f} s, "
         f"then a play in every match, {plays_per_s:,.0f} plays/s"
     )
     print(
@@ -141,9 +149,11 @@ def _measure(
         f"reader); reader reconnects {reconnects:.0f}"
     )
     floor = grpc_floor_bytes_per_stream(crowd)
+    configured = grpc_floor_bytes_per_stream(crowd, configured=True)
     print(
         f"  server memory per idle stream: {per_stream / 1024:.1f} KiB (target under 20 KiB); "
-        f"a bare grpc.aio server whose handler only waits: {floor / 1024:.1f} KiB"
+        f"a bare grpc.aio server whose handler only waits: {floor / 1024:.1f} KiB, configured "
+        f"like the service: {configured / 1024:.1f} KiB (malloc: {_allocator()})"
     )
     return {
         "watch_streams": float(delivered),
@@ -151,7 +161,18 @@ def _measure(
         "watch_redis_connections": float(connections),
         "watch_bytes_per_stream": round(per_stream),
         "watch_grpc_floor_bytes_per_stream": round(floor),
+        "watch_grpc_configured_floor_bytes_per_stream": round(configured),
     }
+
+
+_MALLOC_SETTINGS = ("LD_PRELOAD", "MALLOC_ARENA_MAX", "MALLOC_CONF", "PYTHONMALLOC")
+
+
+def _allocator() -> str:
+    """The server processes' malloc: glibc's unless the environment preloads another (the
+    service sets none; measured, jemalloc and MALLOC_ARENA_MAX did not lower the figure)."""
+    tuned = [f"{name}={os.environ[name]}" for name in _MALLOC_SETTINGS if os.environ.get(name)]
+    return ", ".join(tuned) or "glibc, default settings"
 
 
 class _IdleStreams(basra_service_pb2_grpc.BasraServiceServicer):
@@ -167,20 +188,54 @@ class _IdleStreams(basra_service_pb2_grpc.BasraServiceServicer):
         yield  # an async generator, like the service's
 
 
-async def _serve_idle(listen: str) -> None:
-    server = grpc.aio.server(options=[("grpc.max_concurrent_streams", 100)])
-    idle = _IdleStreams()  # type: ignore[abstract]  # WatchMatch only
-    basra_service_pb2_grpc.add_BasraServiceServicer_to_server(idle, server)
+async def _serve_idle(listen: str, *, configured: bool) -> None:
+    if not configured:
+        server = grpc.aio.server(options=[("grpc.max_concurrent_streams", 100)])
+        idle = _IdleStreams()  # type: ignore[abstract]  # WatchMatch only
+        basra_service_pb2_grpc.add_BasraServiceServicer_to_server(idle, server)
+    else:
+        # As server.create_server and grpc_transport.register build the service's server.
+        settings = from_args(argparse.Namespace(), {"BASRA_STORE": "embedded"})
+        deadline = RequestDeadline(settings.request_timeout_s)
+        server = grpc.aio.server(
+            options=grpc_options(settings),
+            interceptors=[deadline],
+            maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+        )
+
+        async def watch(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[bytes]:
+            await deadline.first(requests, context)
+            left = asyncio.Event()
+            context.add_done_callback(lambda _: left.set())
+            await left.wait()
+            return
+            yield b""  # an async generator, like the service's
+
+        handler = grpc.stream_stream_rpc_method_handler(
+            watch, pb.WatchMatchRequest.FromString, lambda data: data
+        )
+        server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    "basra.v1.BasraService", {"WatchMatch": handler}
+                ),
+            )
+        )
     server.add_insecure_port(listen)
     await server.start()
     await server.wait_for_termination()
 
 
-def grpc_floor_bytes_per_stream(crowd: Crowd, streams: int = 5000) -> float:
+def grpc_floor_bytes_per_stream(
+    crowd: Crowd, streams: int = 5000, *, configured: bool = False
+) -> float:
     """Resident memory per idle stream of a bare grpc.aio server whose handler does nothing
-    (the part of the service's figure that is gRPC's own)."""
+    (the part of the service's figure that is gRPC's own); ``configured``: with the service's
+    server options, call limit, request deadline and request-stream registration."""
     target = f"127.0.0.1:{free_port()}"
     command = [sys.executable, "-m", "tests.bench.watch_bench", "--idle-server", target]
+    if configured:
+        command.append("--configured")
 
     async def measure(pid: int) -> float:
         local = [("grpc.use_local_subchannel_pool", 1)]
@@ -211,12 +266,13 @@ def grpc_floor_bytes_per_stream(crowd: Crowd, streams: int = 5000) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--idle-server", metavar="ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument("--configured", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--matches", type=int, default=5000)
     parser.add_argument("--idle", type=float, default=30.0, help="seconds the streams stay idle")
     parser.add_argument("--rate", type=float, default=1000.0, help="plays per second")
     args = parser.parse_args()
     if args.idle_server:
-        asyncio.run(_serve_idle(args.idle_server))
+        asyncio.run(_serve_idle(args.idle_server, configured=args.configured))
         return
     print(json.dumps(watch_figures(args.matches, args.idle, args.rate)))
 

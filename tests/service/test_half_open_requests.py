@@ -170,3 +170,31 @@ def test_calls_held_back_at_different_times_each_get_their_own_deadline(
     finally:
         release.set()
     assert server.server.metrics.request_timeouts.value == 2
+
+
+def test_a_watch_request_that_does_not_arrive_in_time_is_request_timeout(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """WatchMatch takes its request within the same deadline, although it is registered as a
+    request stream of its own rather than through the interceptor (grpc_transport.register)."""
+    server = start_server(request_timeout_s=0.5)
+    release = threading.Event()
+
+    def held_back() -> Iterator[pb.WatchMatchRequest]:
+        release.wait(60)  # until the server has answered: never within the deadline
+        yield pb.WatchMatchRequest(match_id="m" * 22)
+
+    call = server.channel.stream_stream(
+        "/basra.v1.BasraService/WatchMatch",
+        request_serializer=pb.WatchMatchRequest.SerializeToString,
+        response_deserializer=pb.WatchMatchResponse.FromString,
+    )
+    try:
+        rejection = Rejection.of(rpc_error(lambda: list(call(held_back(), timeout=30))))
+    finally:
+        release.set()
+    assert (rejection.code, rejection.reason) == (
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        "REQUEST_TIMEOUT",
+    )
+    assert server.server.metrics.request_timeouts.value == 1

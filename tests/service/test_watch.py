@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import json
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -261,3 +264,79 @@ def _can_read(client: MatchClient) -> bool:
 def shard_channels(client: redis.Redis) -> int:
     channels = client.execute_command("PUBSUB", "SHARDCHANNELS")  # type: ignore[no-untyped-call]
     return len(channels)
+
+
+def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_its_match(
+    any_server: ServerThread,
+) -> None:
+    """The streams of a match wait on one shared future (memory per idle stream); cancelling a
+    task cancels the future it awaits, so the stream that leaves cancels the shared one too. The
+    others must take that for a wake-up, not for their own end."""
+    client = new_match(any_server, seed=11)
+    streams = [Collector(client, seat, 1) for seat in (0, 1)]
+    try:
+        wait_for(lambda: _waiting(any_server, client.match_id) == 2, "both streams waiting")
+        streams[0].close()
+        metrics = any_server.server.metrics
+        wait_for(lambda: metrics.watch_streams._value.get() == 1, "the stream released")
+        play = random_play(engine_new_match(11)[0], random.Random(11))
+        client.play(play.seat, play.card, play.plan or 0)
+        wait_for(functools.partial(streams[1].has, 2), "the other stream gets the play")
+        assert [e.version for e in streams[1].events if e.version_complete] == [2]
+    finally:
+        streams[1].close()
+
+
+def _waiting(server: ServerThread, match_id: str) -> int:
+    """How many tasks await the match's shared wake-up future."""
+
+    async def count() -> int:
+        followed = server.server.servicer._watchers._matches.get(match_id)  # type: ignore[union-attr]
+        changed = None if followed is None else followed.changed
+        if changed is None or changed.done():
+            return 0
+        return len(changed._callbacks or ())
+
+    return server.run(count())
+
+
+_cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")  # untyped: channelz
+
+
+def _calls_started() -> int:
+    """Calls gRPC core has started on every server of this process (channelz): it counts a
+    call as soon as its headers arrive, before the application has accepted it."""
+    servers = json.loads(_cygrpc.channelz_get_servers(0)).get("server", [])
+    return sum(int(s.get("data", {}).get("callsStarted", 0)) for s in servers)
+
+
+def test_a_burst_of_streams_waits_to_be_accepted_rather_than_being_cancelled(
+    shipped: ServerThread, crowd: Crowd
+) -> None:
+    """Seen at 10,000 streams opened at once: gRPC core queues the calls the application has
+    not accepted yet, and past 1,000 of them (its default max_pending_requests, 3,000 at the
+    most) it cancels new ones, so clients got CANCELLED in bursts. The server takes as many
+    pending calls as it takes calls (max_concurrent_rpcs). Here the server's event loop is held
+    until core has received every call of a burst of 3,200."""
+    burst = 3200
+    crowd.create(burst // 2)
+    release, held = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        held.set()
+        release.wait(120)
+
+    before = _calls_started()
+    shipped.loop.call_soon_threadsafe(hold)
+    assert held.wait(10)
+    watching = threading.Thread(target=crowd.watch, kwargs={"batch": burst})
+    watching.start()
+    try:
+        wait_for(lambda: _calls_started() - before >= burst, "every call reached gRPC core")
+    finally:
+        release.set()
+    watching.join(timeout=240)
+    assert not watching.is_alive()
+    assert crowd.reopened == 0, f"{crowd.reopened} of {burst} streams were cut"
+    assert not crowd.failed()
+    crowd.leave()

@@ -12,9 +12,9 @@ Every call has a deadline; past it, or on any connection fault, the call raises
 StoreUnavailableError.
 
 On a standalone or Sentinel-fronted Redis every call's commands (load, create, commit, events,
-watch access, ping) go through the store's own pipelined client (``service.store.resp``: one write and one
-future per command, on at most ``pool_size`` shared connections that redis-py opens); the change
-feed and a Redis Cluster use redis-py.
+watch access, ping) go through the store's own pipelined client (``service.store.resp``: one
+write and one future per command, on at most ``pool_size`` shared connections that redis-py
+opens); the change feed and a Redis Cluster use redis-py.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ What a caller is promised:
   apply twice: reads, the version-checked commit (a commit that was applied but whose reply was
   lost answers, when sent again, the record it wrote: the caller sees a lost race and decides
   on it), the create-if-absent script, the watch-access compare-and-swap (sent again after it
-  applied, it finds the access changed and changes nothing) and the probe write. A connection that cannot be opened
-  fails its commands with StoreUnavailableError at once.
+  applied, it finds the access changed and changes nothing) and the probe write. A connection
+  that cannot be opened fails its commands with StoreUnavailableError at once.
 - **Error replies.** ``OOM`` is StoreFullError; ``LOADING``, ``BUSY``, ``MASTERDOWN``,
   ``TRYAGAIN`` and ``CLUSTERDOWN`` are StoreUnavailableError; ``NOSCRIPT`` is NoScriptError (the
   caller sends the script itself); any other is ``redis.exceptions.ResponseError``.
