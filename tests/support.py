@@ -39,6 +39,41 @@ def wait_until(condition: Callable[[], object], timeout: float = 10, what: str =
         time.sleep(0.02)
 
 
+class StreamReader:
+    """A WatchMatch stream read in a thread of its own: the events it sent, and how it ended
+    (``ended``: by itself; ``error``: with a status)."""
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+        self.events: list[Any] = []
+        self.error: grpc.RpcError | None = None
+        self.ended = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for response in self.call:
+                self.events.append(response.event)
+            self.ended = True
+        except grpc.RpcError as error:
+            self.error = error
+
+    def received(self, version: int) -> bool:
+        """Whether the stream sent ``version`` (or a later one) whole."""
+        return any(e.version >= version and e.version_complete for e in self.events)
+
+    def has(self, version: int) -> bool:
+        """``received``, for a stream that must not fail: a failed one fails the test with its
+        status."""
+        assert self.error is None, self.error
+        return self.received(version)
+
+    def close(self) -> None:
+        self.call.cancel()
+        self.thread.join(timeout=10)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

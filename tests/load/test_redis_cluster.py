@@ -6,12 +6,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import random
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
-import grpc
 import pytest
 import redis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
@@ -28,7 +26,13 @@ from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from tests.load.watchers import Crowd, redis_connections
 from tests.service.driver import audit_replay, engine_replay, play_match, stored_state
-from tests.support import RedisClusterProcess, RedisProcess, ServerThread, wait_until
+from tests.support import (
+    RedisClusterProcess,
+    RedisProcess,
+    ServerThread,
+    StreamReader,
+    wait_until,
+)
 
 
 @pytest.fixture
@@ -165,31 +169,13 @@ def end_slot_move(
         node.client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)  # type: ignore[no-untyped-call]
 
 
-class Follower:
-    """One WatchMatch stream read in a thread of its own."""
-
-    def __init__(self, client: MatchClient, seat: int) -> None:
-        self.events: list[game_pb2.MatchEvent] = []
-        self.error: grpc.RpcError | None = None
-        self.call = client.stub.WatchMatch(
+def follow(client: MatchClient, seat: int) -> StreamReader:
+    """Read the seat's WatchMatch stream of the match."""
+    return StreamReader(
+        client.stub.WatchMatch(
             pb.WatchMatchRequest(match_id=client.match_id), metadata=client.metadata(seat)
         )
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for response in self.call:
-                self.events.append(response.event)
-        except grpc.RpcError as error:
-            self.error = error
-
-    def has(self, version: int) -> bool:
-        return any(e.version >= version and e.version_complete for e in self.events)
-
-    def close(self) -> None:
-        self.call.cancel()  # type: ignore[no-untyped-call]  # a grpc call as well as an iterator
-        self.thread.join(timeout=10)
+    )
 
 
 def test_a_stream_follows_its_match_when_the_slot_moves_to_another_master(
@@ -203,12 +189,12 @@ def test_a_stream_follows_its_match_when_the_slot_moves_to_another_master(
     server = ServerThread(
         Settings(redis_url=cluster.url, redis_cluster=True, allow_seeds=True, metrics_port=None)
     )
-    followers: list[Follower] = []
+    followers: list[StreamReader] = []
     try:
         client, _ = MatchClient.create(server.channel, seed=11)
         rng = random.Random(11)
         play_match(client, rng, stop=lambda v: v.version >= 3)
-        followers = [Follower(client, 0), Follower(client, 1)]
+        followers = [follow(client, 0), follow(client, 1)]
         wait_until(lambda: all(f.has(3) for f in followers), what="the streams are live")
         slot = key_slot(keys.match_key(client.match_id).encode())
         direct = RedisCluster.from_url(cluster.url)
@@ -219,7 +205,7 @@ def test_a_stream_follows_its_match_when_the_slot_moves_to_another_master(
         wait_until(lambda: all(f.has(6) for f in followers), what="the plays after the move")
         wait_until(lambda: shard_channels(cluster, target) == 1, what="resubscribed on target")
         assert shard_channels(cluster, source) == 0
-        followers.append(Follower(client, 0))
+        followers.append(follow(client, 0))
         play_match(client, rng, stop=lambda v: v.version >= 9)
         wait_until(lambda: all(f.has(9) for f in followers), what="every stream gets it all")
         for index, follower in enumerate(followers):
@@ -388,10 +374,10 @@ def test_calls_on_a_match_whose_slot_is_half_moved_succeed_once(
     once: the version one more, its event once in the stream. A stream open meanwhile gets the
     play once the slot has moved, as a replay gives it."""
     moved = HalfMoved(cluster, seed=5)
-    follower: Follower | None = None
+    follower: StreamReader | None = None
     try:
         version = moved.version
-        follower = Follower(moved.client, 0)
+        follower = follow(moved.client, 0)
         wait_until(lambda: follower is not None and follower.has(version), what="stream live")
         assert moved.client.view(0).version == version
         assert events_up_to(moved.client, version - 2, version)[0].version == version - 1

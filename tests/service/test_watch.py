@@ -27,7 +27,7 @@ from basra.v1 import game_pb2
 from tests.load.watchers import Crowd, redis_connections
 from tests.service.conftest import new_match
 from tests.service.driver import audit_states, play_match
-from tests.support import RedisProcess, ServerThread
+from tests.support import RedisProcess, ServerThread, StreamReader
 
 CONFIG_ENV = Path(__file__).parents[2] / "deploy/kustomize/base/config.env"
 
@@ -117,37 +117,16 @@ def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
     direct.close()
 
 
-class Collector:
-    """Reads one WatchMatch stream in a thread of its own."""
-
-    def __init__(
-        self, client: MatchClient, seat: int, after_version: int, token: str | None = None
-    ) -> None:
-        self.events: list[game_pb2.MatchEvent] = []
-        self.error: grpc.StatusCode | None = None
-        self.ended = False
-        self.call = client.stub.WatchMatch(
+def collect(
+    client: MatchClient, seat: int, after_version: int, token: str | None = None
+) -> StreamReader:
+    """Read one WatchMatch stream, the seat's or (with ``token``) a spectator's."""
+    return StreamReader(
+        client.stub.WatchMatch(
             pb.WatchMatchRequest(match_id=client.match_id, after_version=after_version),
             metadata=(("authorization", f"Bearer {token}"),) if token else client.metadata(seat),
         )
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for response in self.call:
-                self.events.append(response.event)
-            self.ended = True
-        except grpc.RpcError as error:
-            self.error = error.code()
-
-    def has(self, version: int) -> bool:
-        assert self.error is None, self.error
-        return any(e.version >= version for e in self.events)
-
-    def close(self) -> None:
-        self.call.cancel()  # type: ignore[no-untyped-call]  # a grpc call as well as an iterator
-        self.thread.join(timeout=10)
+    )
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20) -> None:
@@ -171,11 +150,11 @@ def test_live_streams_equal_a_replay_and_give_each_seat_only_its_own_deals(
     server: ServerThread, redis_url: str
 ) -> None:
     client = new_match(server, seed=8)
-    streams = {seat: Collector(client, seat, 1) for seat in (0, 1)}
+    streams = {seat: collect(client, seat, 1) for seat in (0, 1)}
     watch_token = client.stub.CreateWatchToken(
         pb.CreateWatchTokenRequest(match_id=client.match_id), metadata=client.metadata(0)
     ).watch_token
-    spectator = Collector(client, 0, 1, token=watch_token)
+    spectator = collect(client, 0, 1, token=watch_token)
     try:
         play_match(
             client, random.Random(2), stop=lambda v: v.hand_number == 2 and v.plays_left < 40
@@ -215,7 +194,7 @@ def test_a_stream_resumes_exactly_after_its_version_and_ends_after_the_match_end
 ) -> None:
     client = new_match(any_server, seed=3)
     play_match(client, random.Random(3), stop=lambda v: v.version >= 20)
-    stream = Collector(client, 1, 17)
+    stream = collect(client, 1, 17)
     play_match(client, random.Random(4))
     wait_for(lambda: stream.ended or stream.error is not None, "the stream ends by itself")
     assert stream.error is None
@@ -231,7 +210,7 @@ def test_streams_lose_and_repeat_nothing_across_a_redis_restart(
 ) -> None:
     server = start_server(redis_url=aof_redis.url, store_timeout_s=0.5)
     client = new_match(server, seed=9)
-    streams = [Collector(client, seat, 1) for seat in (0, 1)]
+    streams = [collect(client, seat, 1) for seat in (0, 1)]
     try:
         play_match(client, random.Random(5), stop=lambda v: v.version >= 6)
         for stream in streams:
@@ -273,7 +252,7 @@ def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_it
     task cancels the future it awaits, so the stream that leaves cancels the shared one too. The
     others must take that for a wake-up, not for their own end."""
     client = new_match(any_server, seed=11)
-    streams = [Collector(client, seat, 1) for seat in (0, 1)]
+    streams = [collect(client, seat, 1) for seat in (0, 1)]
     try:
         wait_for(lambda: _waiting(any_server, client.match_id) == 2, "both streams waiting")
         streams[0].close()

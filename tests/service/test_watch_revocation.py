@@ -4,7 +4,6 @@ streams of those tokens end with a typed error; seats and newer watch tokens go 
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Callable
 
 import grpc
@@ -20,7 +19,7 @@ from basra.v1 import game_pb2
 from tests.service.conftest import BASE, new_match, rpc_error
 from tests.service.driver import play_match
 from tests.service.test_http import TRANSPORTS, Client, RejectedError
-from tests.support import ServerThread, wait_until
+from tests.support import ServerThread, StreamReader, wait_until
 
 
 def bearer(token: str) -> tuple[tuple[str, str]]:
@@ -148,31 +147,11 @@ def test_a_watch_token_of_the_current_generation_cannot_play_or_deal(
     assert client.view(0) == view
 
 
-class Stream:
-    """One WatchMatch stream read in a thread of its own, keeping its failure."""
-
-    def __init__(self, client: MatchClient, metadata: tuple[tuple[str, str], ...]) -> None:
-        self.events: list[game_pb2.MatchEvent] = []
-        self.error: grpc.RpcError | None = None
-        self.call = client.stub.WatchMatch(
-            pb.WatchMatchRequest(match_id=client.match_id), metadata=metadata
-        )
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for response in self.call:
-                self.events.append(response.event)
-        except grpc.RpcError as error:
-            self.error = error
-
-    def has(self, version: int) -> bool:
-        return any(e.version >= version for e in self.events)
-
-    def close(self) -> None:
-        self.call.cancel()  # type: ignore[no-untyped-call]  # a grpc call as well as an iterator
-        self.thread.join(timeout=10)
+def open_stream(client: MatchClient, metadata: tuple[tuple[str, str], ...]) -> StreamReader:
+    """Read a WatchMatch stream of the match with these credentials."""
+    return StreamReader(
+        client.stub.WatchMatch(pb.WatchMatchRequest(match_id=client.match_id), metadata=metadata)
+    )
 
 
 def test_open_streams_of_revoked_tokens_end_with_watch_token_revoked_and_no_other(
@@ -180,12 +159,12 @@ def test_open_streams_of_revoked_tokens_end_with_watch_token_revoked_and_no_othe
 ) -> None:
     client = new_match(any_server, seed=3)
     old = [create(client, 0), create(client, 1)]
-    streams = [Stream(client, bearer(t)) for t in old]
-    seat = Stream(client, client.metadata(0))
+    streams = [open_stream(client, bearer(t)) for t in old]
+    seat = open_stream(client, client.metadata(0))
     try:
         wait_until(lambda: all(s.has(1) for s in (*streams, seat)), what="the first deal")
         fresh = revoke(client, client.metadata(1))
-        newer = Stream(client, bearer(fresh))
+        newer = open_stream(client, bearer(fresh))
         wait_until(lambda: all(s.error is not None for s in streams), what="revoked streams end")
         for stream in streams:
             r = Rejection.of(stream.error)  # type: ignore[arg-type]
@@ -198,7 +177,7 @@ def test_open_streams_of_revoked_tokens_end_with_watch_token_revoked_and_no_othe
         wait_until(lambda: seat.has(3) and newer.has(3), what="the others get the plays")
         assert seat.error is None
         assert newer.error is None
-        assert all(not s.has(2) for s in streams)  # nothing reached them after the end
+        assert all(not s.received(2) for s in streams)  # nothing reached them after the end
         newer.close()
     finally:
         for stream in (*streams, seat):
@@ -272,8 +251,8 @@ def test_a_spectators_stream_of_a_match_that_expires_ends_match_not_found() -> N
     server = ServerThread(BASE, store=store)
     try:
         client = new_match(server)
-        spectator = Stream(client, bearer(create(client, 0)))
-        seat = Stream(client, client.metadata(1))
+        spectator = open_stream(client, bearer(create(client, 0)))
+        seat = open_stream(client, client.metadata(1))
         wait_until(lambda: spectator.has(1) and seat.has(1), what="both streams are live")
         now[0] += 61
         r = Rejection.of(rpc_error(lambda: client.view(0)))  # the store notices the expiry
