@@ -25,9 +25,10 @@ from basra.engine import (
 )
 from basra.engine.cards import ALL_CARDS_MASK, CARDS
 from basra.engine.game import new_match
-from basra.engine.profile import RULE_SYSTEMS, match_profile
+from basra.engine.profile import RULE_SYSTEMS, PointTable, match_profile
+from basra.engine.rules import BasraValue, BottomCard, MajorityTie, SevenRule
 from basra.engine.scoring import score_hand
-from basra.engine.state import HandScore
+from basra.engine.state import GameResult, HandScore
 from basra.service.store import MatchRecord
 from basra.service.store.codec import decode_record, encode_record
 
@@ -35,21 +36,20 @@ U8, U16, U64 = 0xFF, 0xFFFF, 2**64 - 1
 NO_CARDS = ALL_CARDS_MASK  # everything captured by seat 0: hands, floor and stock empty
 
 
-def history(
-    profile: Profile, hands: Sequence[Sequence[tuple[int, int, int]]]
-) -> tuple[HandScore, ...]:
-    """Hand scores from each seat's (cards, specials, basras), dealt as the codec replays them
-    (the first dealer is seat 0)."""
+def history(profile: Profile, hands: Sequence[Sequence[tuple[int, ...]]]) -> tuple[HandScore, ...]:
+    """Hand scores from each side's (cards, specials, basras[, basra points]), dealt as the codec
+    replays them (the first dealer is seat 0)."""
     carry, out = 0, []
-    for number, seats in enumerate(hands, start=1):
+    for number, sides in enumerate(hands, start=1):
         score = score_hand(
             profile,
             hand=number,
             dealer=(number - 1) % profile.seats,
             carry_before=carry,
-            cards=[s[0] for s in seats],
-            specials=[s[1] for s in seats],
-            basras=[s[2] for s in seats],
+            cards=[s[0] for s in sides],
+            specials=[s[1] for s in sides],
+            basras=[s[2] for s in sides],
+            basra_points=[s[3] for s in sides] if all(len(s) == 4 for s in sides) else None,
         )
         out.append(score)
         carry = score.carry_after
@@ -57,9 +57,9 @@ def history(
 
 
 def consistent(profile: Profile, scored: tuple[HandScore, ...], **fields: object) -> State:
-    """A state of ``profile`` after the hands ``scored``, all 52 cards in seat 0's pile."""
+    """A state of ``profile`` after the hands ``scored``, all 52 cards in side 0's pile."""
     base, _ = new_match(0, profile)
-    seats = profile.seats
+    seats, sides = profile.seats, profile.sides
     state = replace(
         base,
         phase=Phase.PLAYING,
@@ -69,11 +69,12 @@ def consistent(profile: Profile, scored: tuple[HandScore, ...], **fields: object
         hands=((),) * seats,
         floor=(),
         stock=(),
-        captured=(NO_CARDS,) + (0,) * (seats - 1),
-        basras=(0,) * seats,
+        captured=(NO_CARDS,) + (0,) * (sides - 1),
+        basras=(0,) * sides,
+        basra_points=(0,) * sides,
         last_capturer=None,
         plays=0,
-        scores=tuple(sum(h.totals[s] for h in scored) for s in range(seats)),
+        scores=tuple(sum(h.totals[s] for h in scored) for s in range(sides)),
         carry=scored[-1].carry_after if scored else 0,
         history=scored,
         winner=None,
@@ -111,25 +112,127 @@ NARROW = Profile(
     basra_points=0,
 )
 FOUR = Profile("four-wide", seats=4, cards_per_deal=13, floor_cards=0, majority_points=U8)
-# One side per seat: consistent() scores seats (partnership profiles score sides).
-PROFILES = [
-    ERAM,
-    *(
-        p
-        for name, system in RULE_SYSTEMS.items()
-        for p in (match_profile(name, n) for n in system.seat_counts)
-        if not p.partnerships
-    ),
-    WIDE,
-    NARROW,
-    FOUR,
+# Two partnerships with every field at its largest value (deals of 13 need an empty floor, the
+# largest floor of 8 deals of 11: one profile each)
+PARTNERS_WIDE = Profile(
+    name="p" * 255,
+    seats=4,
+    partnerships=True,
+    target=U16,
+    cards_per_deal=13,
+    deal_singly=True,
+    floor_cards=0,
+    buried=ALL_CARDS_MASK,
+    bottom_card=max(BottomCard),
+    seven=max(SevenRule),
+    majority_cards=52,
+    majority_points=U8,
+    majority_tie=max(MajorityTie),
+    basra_points=U8,
+    basra_value=max(BasraValue),
+    points=PointTable((U8,) * 52),
+    rubber_wins=9,
+    final_target=U16,
+)
+# (one deal of 11 empties the stock, so nothing can be buried in it: no buried cards).
+PARTNERS_FLOOR = replace(
+    PARTNERS_WIDE, name="partners-floor", cards_per_deal=11, floor_cards=8, buried=0
+)
+# Every rule system at every seat count and option it allows, partnerships included.
+RULE_SYSTEM_PROFILES = [
+    system.profile(n, rubber=rubber, bottom_card_shown=shown)
+    for system in RULE_SYSTEMS.values()
+    for n in system.seat_counts
+    for rubber in sorted({False, system.rubber})
+    for shown in sorted({False, n in system.bottom_card_seats})
 ]
+PARTNERSHIP_PROFILES = [
+    *(p for p in RULE_SYSTEM_PROFILES if p.partnerships),
+    PARTNERS_WIDE,
+    PARTNERS_FLOOR,
+]
+PROFILES = [ERAM, *RULE_SYSTEM_PROFILES, WIDE, NARROW, FOUR, PARTNERS_WIDE, PARTNERS_FLOOR]
 
 
-@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name[:12] or "empty")
+def describe(p: Profile) -> str:
+    options = "".join(
+        f"-{flag}"
+        for flag, on in (
+            ("rubber", p.rubber_wins),
+            ("shown", p.bottom_card is BottomCard.EVERY_SEAT),
+        )
+        if on
+    )
+    return f"{p.name[:12] or 'empty'}-{p.seats}{options}"
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=describe)
 def test_the_profile_round_trips_at_its_limits(profile: Profile) -> None:
     decoded = round_trips(consistent(profile, ()))
     assert decoded.profile == profile
+
+
+def test_the_partnership_profiles_are_the_ones_the_rule_systems_name() -> None:
+    """persian-partnership and the four-seat egyptian, jordanian and lobashev setups (with and
+    without the rubber): the list above misses none."""
+    named = {(p.name, p.rubber_wins) for p in PARTNERSHIP_PROFILES if p.name in RULE_SYSTEMS}
+    assert named == {
+        ("persian-partnership", 0),
+        ("egyptian", 0),
+        ("egyptian", 3),
+        ("jordanian", 0),
+        ("jordanian", 3),
+        ("lobashev", 0),
+    }
+    assert all(p.seats == 4 and p.sides == 2 for p in PARTNERSHIP_PROFILES)
+
+
+@pytest.mark.parametrize("profile", PARTNERSHIP_PROFILES, ids=describe)
+def test_partnership_sides_round_trip_at_their_largest_values(profile: Profile) -> None:
+    """Each side's total, pile, basras and basra points, a finished game's totals and winner,
+    and the last seat as dealer, turn and capturer, all at the top of their fields."""
+    # Side 0: 65535 basra points in one hand (the stored per-side word); side 1 reaches 65535
+    # through 255 basras of U8 points, 255 special points and its specials again next hand.
+    # A third hand scoring nothing makes seat 3 the dealer of the fourth.
+    hands = [
+        [(26, 0, 1, U16), (26, 255, 255, 255 * U8)],
+        [(26, 0, 0, 0), (26, 255, 0, 0)],
+        [(26, 0, 0, 0), (26, 0, 0, 0)],
+    ]
+    scored = history(profile, hands)
+    games = tuple(GameResult(winner=1, totals=(U16, U16)) for _ in range(U8))
+    state = consistent(
+        profile,
+        scored,
+        captured=(0, NO_CARDS),
+        basras=(U8, U8),
+        basra_points=(U16, U16),
+        games=games,
+        turn=3,
+        last_capturer=3,
+    )
+    assert state.dealer == 3
+    decoded = round_trips(state)
+    assert decoded.profile == profile
+    assert decoded.scores == (U16, U16)
+    assert decoded.captured == (0, NO_CARDS)
+    assert (decoded.basras, decoded.basra_points) == ((U8, U8), (U16, U16))
+    assert [(s.basras, s.basra_points) for s in decoded.history[0].sides] == [
+        (1, U16),
+        (255, 255 * U8),
+    ]
+    assert len(decoded.games) == U8
+    assert decoded.games[-1] == GameResult(1, (U16, U16))
+    assert (decoded.dealer, decoded.turn, decoded.last_capturer) == (3, 3, 3)
+
+
+def test_a_side_past_the_partnerships_is_refused() -> None:
+    """Side 2 of a partnership game names no side: refused, never read as a seat."""
+    state = consistent(PARTNERS_WIDE, ())
+    data = encode(replace(state, games=(GameResult(winner=2, totals=(0, 0)),)))
+    assert refusal(data) == "state names side 2 of 2"
+    finished = replace(state, phase=Phase.MATCH_OVER, winner=2)
+    assert refusal(encode(finished)) == "state names side 2 of 2"
 
 
 def test_the_carry_round_trips_at_its_largest_value() -> None:
