@@ -37,7 +37,11 @@ def test_parse_accepts_lower_case_and_suit_symbols(token: str, expected: str) ->
 def test_parse_rejects_bad_tokens_with_the_token_in_the_message(token: str) -> None:
     with pytest.raises(InvalidCardError) as info:
         Card.parse(token)
-    assert repr(token) in str(info.value)
+    assert str(info.value) == (
+        f"invalid card {token!r}: expected a rank (A 2-10 J Q K, T for 10) followed by a suit "
+        "(C D H S or \u2663 \u2666 \u2665 \u2660), such as '10D'"
+    )
+    assert info.value.metadata == {"token": token}
     assert info.value.reason == "INVALID_CARD"
 
 
@@ -85,4 +89,5 @@ def test_parse_cards_reads_spaces_and_commas_and_rejects_duplicates() -> None:
     assert format_cards(parse_cards("4S 6H"), symbols=True) == "4\u2660 6\u2665"
     with pytest.raises(DuplicateCardError) as info:
         parse_cards("4S 6H 4s")
-    assert "'4S'" in str(info.value)
+    assert str(info.value) == "card '4S' appears more than once"
+    assert info.value.metadata == {"card": "4S"}

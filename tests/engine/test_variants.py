@@ -171,6 +171,7 @@ def test_egyptian_seats_2_or_4_in_two_partnerships() -> None:
     with pytest.raises(SeatsNotAllowedError) as caught:
         match_profile("egyptian", 3)
     assert caught.value.metadata == {"rules": "egyptian", "seats": "3"}
+    assert str(caught.value) == "rules 'egyptian' are played by 2 or 4 seats, not 3"
 
 
 def test_egyptian_deals_of_4_six_deals_at_2_seats_three_at_4() -> None:
@@ -214,7 +215,12 @@ def test_egyptian_option_bottom_card_shown_every_seat_sees_it_at_2_seats_only() 
     assert [view(state, s).bottom_card for s in (0, 1)] == [state.stock[-1]] * 2
     with pytest.raises(OptionNotAvailableError) as caught:
         match_profile("egyptian", 4, bottom_card_shown=True)
-    assert caught.value.metadata["option"] == "bottom_card_shown"
+    assert caught.value.metadata == {
+        "rules": "egyptian",
+        "option": "bottom_card_shown",
+        "seats": "4",
+    }
+    assert str(caught.value) == "rules 'egyptian' at 4 seats have no option 'bottom_card_shown'"
 
 
 @pytest.mark.parametrize(
@@ -516,6 +522,10 @@ def test_not_a_profile_the_lebanese_game() -> None:
     with pytest.raises(UnknownRulesError) as caught:
         rule_system("lebanese")
     assert caught.value.metadata == {"rules": "lebanese"}
+    assert str(caught.value) == (
+        "unknown rules 'lebanese': the rule systems are eram, egyptian, jordanian, lobashev, "
+        "persian, persian-partnership"
+    )
     assert list(RULE_SYSTEMS) == [
         "eram",
         "egyptian",
