@@ -213,9 +213,11 @@ def test_a_refused_deal_or_play_between_hands_and_after_the_match_says_why() -> 
     )
     assert hand_over.value.metadata == {"hand": str(over.hand_number)}
     won = replace(over, phase=Phase.MATCH_OVER, winner=1)
-    for refused in (lambda: apply(won, Play(0, c("5H"))), lambda: deal_next_hand(won)):
-        with pytest.raises(MatchOverError) as match_over:
-            refused()
+    with pytest.raises(MatchOverError) as played:
+        apply(won, Play(0, c("5H")))
+    with pytest.raises(MatchOverError) as dealt:
+        deal_next_hand(won)
+    for match_over in (played, dealt):
         assert (str(match_over.value), match_over.value.metadata) == (
             "the match is over: seat 1 won",
             {"winner": "1"},

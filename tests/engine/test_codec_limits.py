@@ -20,10 +20,12 @@ from basra.engine import (
     Phase,
     Profile,
     State,
+    codec,
     decode,
     encode,
 )
 from basra.engine.cards import ALL_CARDS_MASK, CARDS
+from basra.engine.codec import decode_profile, encode_profile
 from basra.engine.game import new_match
 from basra.engine.profile import RULE_SYSTEMS, PointTable, match_profile
 from basra.engine.rules import BasraValue, BottomCard, MajorityTie, SevenRule
@@ -436,3 +438,99 @@ def test_malformed_bytes_are_refused_with_their_reason() -> None:
     assert refusal(b"") == "state bytes end early"
     not_utf8 = data[:2] + b"\xff" + data[3:]  # the profile's name
     assert refusal(not_utf8).startswith("state bytes do not decode: ")
+
+
+def test_a_card_missing_from_index_0_is_refused_too() -> None:
+    """The union of the piles must be every card: AC missing while 2C is held twice counts 52."""
+    state = consistent(ERAM, ())
+    twice = replace(state, hands=((CARDS[1],), ()), captured=(NO_CARDS & ~1, 0))
+    assert refusal(encode(twice)) == "state does not hold each of the 52 cards exactly once"
+
+
+def test_bytes_that_decode_but_are_not_canonical_are_refused() -> None:
+    """The standard point table written out as pairs (not as its flag) decodes to the same
+    profile; the one encoding of that state is the flag, so these bytes are refused."""
+    data = encode(consistent(ERAM, ()))
+    flags_at = 2 + data[1] + 1  # version, name length, name, seats
+    pairs_at = 2 + data[1] + codec._PROFILE.size
+    assert data[flags_at] & codec._FLAG_STANDARD_POINTS
+    assert data[pairs_at] == 0
+    table = bytes(x for c, p in enumerate(ERAM.points.points) if p for x in (c, p))
+    written_out = (
+        data[:flags_at]
+        + bytes((data[flags_at] & ~codec._FLAG_STANDARD_POINTS,))
+        + data[flags_at + 1 : pairs_at]
+        + bytes((len(table) // 2,))
+        + table
+        + data[pairs_at + 1 :]
+    )
+    assert refusal(written_out) == "state bytes are not in canonical form"
+
+
+# -- Format 1 (read, never written): its fields at their limits ---------------------------------
+
+
+def version_1(state: State) -> bytes:
+    data = codec._encode_v1(state)
+    assert data[0] == 1
+    return data
+
+
+@pytest.mark.parametrize("seven", [SevenRule.COUNT_NO_QUEEN_OR_KING, SevenRule.SUM_OF_NUMBERS])
+def test_a_format_1_state_past_the_signed_range_of_its_two_bytes_decodes(
+    seven: SevenRule,
+) -> None:
+    """32768 hands, each a basra of 1 point to seat 0: a history and a score of 2**15."""
+    profile = replace(ERAM, majority_points=0, basra_points=1, seven=seven)
+    hands = [[(26, 0, 1), (26, 0, 0)]] * 2**15
+    state = consistent(profile, history(profile, hands))
+    assert state.scores == (2**15, 0)
+    assert state.last_capturer is None
+    decoded = decode(version_1(state))
+    assert decoded == state
+    assert decoded.profile.seven is seven
+
+
+def test_a_format_1_state_is_refused_with_its_reasons() -> None:
+    state = consistent(ERAM, ())
+    data = version_1(state)
+    assert decode(data) == state
+    assert refusal(data + b"\0") == "state bytes have trailing data"
+    for seat in ({"turn": 2}, {"dealer": 3}, {"last_capturer": 2}):
+        assert refusal(version_1(replace(state, **seat))) == (  # type: ignore[arg-type]
+            f"state names seat {next(iter(seat.values()))} of 2"
+        )
+
+
+# -- A profile alone (the service stores a match's profile with its creation) -------------------
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=describe)
+def test_a_profile_alone_round_trips_as_the_state_stores_it(profile: Profile) -> None:
+    data = encode_profile(profile)
+    assert decode_profile(data) == profile
+    assert encode(consistent(profile, ()))[1:].startswith(data)
+
+
+def test_profile_bytes_are_refused_with_their_reason() -> None:
+    data = encode_profile(ERAM)
+    fields = 1 + data[0]  # the name's length, the name
+
+    def refused(bad: bytes) -> str:
+        with pytest.raises(CorruptStateError) as caught:
+            decode_profile(bad)
+        return str(caught.value)
+
+    assert refused(data + b"\0") == "profile bytes have the wrong length"
+    assert refused(data[:-1]) == "profile bytes do not decode: index out of range"
+    assert refused(b"") == "profile bytes do not decode: index out of range"
+    flags = bytearray(data)
+    flags[fields + 1] |= 8
+    assert refused(bytes(flags)) == "unknown profile flags 0xc"
+    bottom = bytearray(data)
+    bottom[fields + 16] = 9
+    assert refused(bytes(bottom)) == "profile bytes do not decode: 9 is not a valid BottomCard"
+    assert refused(data[:1] + b"\xff" + data[2:]) == (
+        "profile bytes do not decode: 'utf-8' codec can't decode byte 0xff in position 0: "
+        "invalid start byte"
+    )
