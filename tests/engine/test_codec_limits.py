@@ -30,7 +30,7 @@ from basra.engine.game import new_match
 from basra.engine.profile import RULE_SYSTEMS, PointTable, match_profile
 from basra.engine.rules import BasraValue, BottomCard, MajorityTie, SevenRule
 from basra.engine.scoring import score_hand
-from basra.engine.state import GameResult, HandScore
+from basra.engine.state import GameResult, HandScore, LastPlay
 from basra.service.store import MatchRecord
 from basra.service.store.codec import decode_record, encode_record
 
@@ -534,3 +534,21 @@ def test_profile_bytes_are_refused_with_their_reason() -> None:
         "profile bytes do not decode: 'utf-8' codec can't decode byte 0xff in position 0: "
         "invalid start byte"
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("seat", 2), ("seat", 3), ("card", 52), ("card", 53), ("sweep", 2), ("sweep", 3)],
+)
+def test_a_last_play_past_its_fields_is_refused(field: str, value: int) -> None:
+    """The last play's seat (of 2), card (of 52) and sweep flag (0 or 1), each one past and two
+    past its last value; the last values themselves decode."""
+    state = consistent(ERAM, ())
+    last = replace(state, last_play=LastPlay(1, CARDS[51], 0, (), U8, True))
+    data = encode(last)
+    at = len(encode(state)) - 4  # the last play's place: before the games and the history
+    assert data[at : at + 5] == bytes((1, 51, 0, U8, 1))
+    assert decode(data) == last
+    offset = {"seat": 0, "card": 1, "sweep": 4}[field]
+    bad = data[: at + offset] + bytes((value,)) + data[at + offset + 1 :]
+    assert refusal(bad) == "state bytes hold an invalid last play"
