@@ -153,7 +153,9 @@ PARTNERSHIP_PROFILES = [
     PARTNERS_WIDE,
     PARTNERS_FLOOR,
 ]
-PROFILES = [ERAM, *RULE_SYSTEM_PROFILES, WIDE, NARROW, FOUR, PARTNERS_WIDE, PARTNERS_FLOOR]
+# A point table of one card (written out as one pair), none of them at the start of the deck.
+SPARSE = Profile("sparse", points=PointTable((0,) * 51 + (U8,)))
+PROFILES = [ERAM, *RULE_SYSTEM_PROFILES, WIDE, NARROW, FOUR, PARTNERS_WIDE, PARTNERS_FLOOR, SPARSE]
 
 
 def describe(p: Profile) -> str:
