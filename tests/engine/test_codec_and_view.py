@@ -12,6 +12,7 @@ from basra.engine import (
     ERAM,
     RULE_SYSTEMS,
     CorruptStateError,
+    InvalidSeatError,
     Phase,
     decode,
     encode,
@@ -179,3 +180,15 @@ def test_any_flipped_byte_of_a_four_seat_rubber_state_is_rejected_or_still_consi
         else:
             assert encode(state) == bytes(corrupt)
     assert rejected > len(data) // 2  # the seed and some profile fields may take any value
+
+
+@pytest.mark.parametrize("seats", [2, 3, 4])
+def test_each_seat_has_its_view_and_a_seat_past_the_table_none(seats: int) -> None:
+    profile = match_profile("persian", seats)
+    state = random_match(seats, random.Random(seats), profile)[5]
+    assert [view(state, s).seat for s in range(seats)] == list(range(seats))
+    for seat in (seats, -1):
+        with pytest.raises(InvalidSeatError) as caught:
+            view(state, seat)
+        assert str(caught.value) == f"seat {seat} does not exist: seats are 0..{seats - 1}"
+        assert caught.value.metadata == {"seat": str(seat)}
