@@ -192,3 +192,25 @@ def test_each_seat_has_its_view_and_a_seat_past_the_table_none(seats: int) -> No
             view(state, seat)
         assert str(caught.value) == f"seat {seat} does not exist: seats are 0..{seats - 1}"
         assert caught.value.metadata == {"seat": str(seat)}
+
+
+def test_a_view_shows_every_public_count_of_the_state() -> None:
+    """Piles, basras and totals per side, as the state holds them, at every seat (a partnership
+    game, mid-hand, after a basra)."""
+    states = random_match(4, random.Random(4), match_profile("egyptian", 4))
+    state = next(s for s in states if any(s.basras) and s.history and s.phase is Phase.PLAYING)
+    for seat in range(4):
+        seen = view(state, seat)
+        assert seen.captured_counts == tuple(m.bit_count() for m in state.captured)
+        assert sum(seen.captured_counts) + sum(seen.hand_sizes) + len(seen.floor) == (
+            52 - seen.stock_size
+        )
+        assert (seen.basras, seen.basra_points) == (state.basras, state.basra_points)
+        assert (seen.scores, seen.carry, seen.games) == (state.scores, state.carry, state.games)
+        assert (seen.dealer, seen.hand_number, seen.plays_left) == (
+            state.dealer,
+            state.hand_number,
+            state.plays_left,
+        )
+        assert (seen.last_capturer, seen.last_play) == (state.last_capturer, state.last_play)
+        assert (seen.phase, seen.winner) == (Phase.PLAYING, None)
