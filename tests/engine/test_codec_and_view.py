@@ -21,6 +21,7 @@ from basra.engine import (
 )
 from basra.engine.cards import CARDS
 from basra.engine.codec import FORMAT_VERSION
+from basra.engine.profile import STANDARD_POINTS
 from tests.engine.builders import random_match
 
 
@@ -214,3 +215,13 @@ def test_a_view_shows_every_public_count_of_the_state() -> None:
         )
         assert (seen.last_capturer, seen.last_play) == (state.last_capturer, state.last_play)
         assert (seen.phase, seen.winner) == (Phase.PLAYING, None)
+        assert (seen.deal_number, seen.turn, seen.next_dealer) == (
+            state.deal_number,
+            state.turn,
+            None,
+        )
+        assert (seen.side, seen.sides, seen.target) == (seat % 2, (0, 1, 0, 1), 101)
+        assert seen.captured_specials == tuple(
+            tuple(c for c in CARDS if m >> c & 1 and STANDARD_POINTS.points[c])
+            for m in state.captured
+        )
