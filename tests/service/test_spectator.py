@@ -94,6 +94,9 @@ def test_a_watch_token_cannot_play_list_plans_deal_or_mint_tokens(
             "WATCH_TOKEN_READ_ONLY",
             "basra.v1",
         ), rpc
+        assert r.message == (
+            "a watch token only reads (GetMatch, Score, WatchMatch): this call needs a seat token"
+        ), rpc
     assert client.view(0) == view  # nothing changed
 
 

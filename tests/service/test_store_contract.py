@@ -185,6 +185,22 @@ def test_the_feed_reports_each_commit_of_a_followed_match_once_it_is_followed(
     run(make_store, scenario)
 
 
+def test_embedded_store_a_closed_feed_reports_nothing_more_and_the_others_go_on() -> None:
+    async def scenario(store: Store) -> None:
+        closed, open_ = store.feed(lambda: None), store.feed(lambda: None)
+        await store.create(new())
+        for feed in (closed, open_):
+            await feed.follow("M" * 22)
+        await closed.close()
+        await store.commit("M" * 22, commit(1))
+        assert await asyncio.wait_for(closed.changes(), 5) == []
+        changes = await asyncio.wait_for(open_.changes(), 5)
+        assert [(c.match_id, c.version) for c in changes] == [("M" * 22, 2)]
+        await open_.close()
+
+    run(lambda: MemoryStore(ttl_s=3600, events_maxlen=5), scenario)
+
+
 def test_events_of_many_matches_at_once(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         await store.create(new())
