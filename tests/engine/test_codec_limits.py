@@ -390,6 +390,27 @@ def test_a_record_field_one_past_its_width_is_refused(change: dict[str, object])
         encode_record(replace(record(1, 2, 4), **change))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seats", [1, 2, 4, U8])
+def test_a_record_with_watch_token_hashes_round_trips(seats: int) -> None:
+    original = replace(
+        record(U64, seats, 7),
+        watch_hashes=tuple(bytes([i]) * 32 for i in range(1, seats + 1)),
+    )
+    data = encode_record(original)
+    decoded = decode_record(original.match_id, data)
+    assert decoded == original
+    assert decoded.watch_hashes[-1] == bytes([seats]) * 32
+    # A record from before watch tokens (none stored) still decodes, with none.
+    assert decode_record(original.match_id, data[: -32 * seats]).watch_hashes == ()
+
+
+@pytest.mark.parametrize("extra", [b"x", bytes(31), bytes(33), bytes(65)])
+def test_bytes_past_a_record_are_refused_unless_they_are_its_watch_hashes(extra: bytes) -> None:
+    data = encode_record(record(1, 2, 4))
+    with pytest.raises(ValueError, match=r"^not a match record$"):
+        decode_record("m" * 22, data + extra)
+
+
 # -- What decode refuses, and why -------------------------------------------------------------
 
 
