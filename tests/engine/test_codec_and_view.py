@@ -225,3 +225,13 @@ def test_a_view_shows_every_public_count_of_the_state() -> None:
             tuple(c for c in CARDS if m >> c & 1 and STANDARD_POINTS.points[c])
             for m in state.captured
         )
+    over = states[-1]
+    assert over.phase is Phase.MATCH_OVER
+    assert over.winner is not None
+    for seat in range(4):
+        seen = view(over, seat)
+        assert (seen.phase, seen.winner, seen.scores) == (
+            Phase.MATCH_OVER,
+            over.winner,
+            over.scores,
+        )
