@@ -545,3 +545,22 @@ def test_seeded_deals_replay_exactly_per_profile(name: str) -> None:
         profile = match_profile(name, seats)
         assert new_match(77, profile) == new_match(77, profile)
         assert new_match(77, profile)[0].hands != new_match(78, profile)[0].hands
+
+
+@pytest.mark.parametrize("name", list(RULE_SYSTEMS))
+def test_a_rule_systems_profile_without_options_is_its_base_at_that_seat_count(name: str) -> None:
+    """No option unless asked for: no rubber, the bottom card as the rule system deals it."""
+    system = RULE_SYSTEMS[name]
+    for seats in system.seat_counts:
+        plain = system.profile(seats)
+        assert plain == replace(
+            system.base, seats=seats, partnerships=seats in system.partnership_seats
+        )
+        assert (plain.rubber_wins, plain.bottom_card) == (0, system.base.bottom_card)
+
+
+def test_the_rubber_is_refused_by_name_where_there_is_none() -> None:
+    with pytest.raises(OptionNotAvailableError) as caught:
+        match_profile("persian", 3, rubber=True)
+    assert str(caught.value) == "rules 'persian' at 3 seats have no option 'rubber'"
+    assert caught.value.metadata == {"rules": "persian", "option": "rubber", "seats": "3"}
