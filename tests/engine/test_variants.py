@@ -299,6 +299,8 @@ def test_egyptian_rubber_best_of_five_each_game_from_0_with_no_carry_and_a_rando
     after, events = _last_play_of_a_game(rubber, (GameResult(1, (50, 101)),), (90, 95))
     ended = next(e for e in events if isinstance(e, GameEnded))
     assert (ended.game, ended.winner, ended.totals, ended.games_won) == (2, 0, (130, 98), (1, 1))
+    scored = next(e for e in events if isinstance(e, HandScored))
+    assert (scored.game, scored.totals) == (2, (130, 98))  # the hand belongs to game 2
     assert not any(isinstance(e, MatchEnded) for e in events)
     assert (after.phase, after.scores, after.carry, after.history) == (
         Phase.HAND_OVER,
@@ -319,6 +321,7 @@ def test_egyptian_rubber_at_two_games_all_the_fifth_game_is_played_to_150() -> N
     # Side 0 reaches 120 (>= 101, < 150): the deciding game goes on.
     after, events = _last_play_of_a_game(rubber, two_all, (80, 100))
     assert not any(isinstance(e, GameEnded) for e in events)
+    assert next(e for e in events if isinstance(e, HandScored)).game == 5
     assert (after.phase, after.scores) == (Phase.HAND_OVER, (120, 103))
     # From 115, side 0 reaches 155: it wins the fifth game and the rubber.
     after, events = _last_play_of_a_game(rubber, two_all, (115, 100))
