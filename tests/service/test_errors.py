@@ -298,7 +298,7 @@ def test_creation_input_is_checked(server: ServerThread) -> None:
     ]:
         r = Rejection.of(rpc_error(partial(stub.Deal, request)))
         assert (r.code, list(r.field_violations)) == (Code.INVALID_ARGUMENT, [field])
-    for request, violation in [
+    for creating, violation in [
         (pb.CreateMatchRequest(rules="persian", seats=3, seat=3), {"seat": "must be 0..2"}),
         (
             pb.CreateMatchRequest(request_id="req-0001"),
@@ -308,7 +308,7 @@ def test_creation_input_is_checked(server: ServerThread) -> None:
             },
         ),
     ]:
-        r = Rejection.of(rpc_error(partial(stub.CreateMatch, request)))
+        r = Rejection.of(rpc_error(partial(stub.CreateMatch, creating)))
         assert (r.code, r.field_violations) == (Code.INVALID_ARGUMENT, violation)
 
 
