@@ -165,6 +165,7 @@ def test_a_match_from_before_watch_tokens_plays_on_and_says_it_has_none(
     r = Rejection.of(rpc_error(lambda: watch_token(client, 0)))
     assert (r.code, r.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WATCH_TOKENS_UNSUPPORTED")
     assert r.metadata == {"match_id": client.match_id}
+    assert r.message == "this match was created before watch tokens existed: it has none"
     play_match(client, random.Random(1), stop=lambda v: v.version >= 3)
     assert client.view(1).version == 3
 
