@@ -26,6 +26,7 @@ from basra.engine import (
     deal_next_hand,
     encode,
     new_match,
+    view,
 )
 from basra.engine.cards import Card
 from basra.engine.game import legal_plays
@@ -222,3 +223,11 @@ def test_a_refused_deal_or_play_between_hands_and_after_the_match_says_why() -> 
             "the match is over: seat 1 won",
             {"winner": "1"},
         )
+
+
+def test_the_hand_over_state_still_says_who_captured_last() -> None:
+    """Seat 1's last play captures: the scored hand's state (and so every view) names it."""
+    over, _ = apply(position(["", "5H"], "5C", turn=1, last_capturer=0), Play(1, c("5H")))
+    assert over.phase is Phase.HAND_OVER
+    assert over.last_capturer == 1
+    assert view(over, 0).last_capturer == 1
