@@ -65,6 +65,7 @@ def test_a_watch_token_reads_the_public_view_score_and_events_and_nothing_else(
     assert view == seat_view  # the rest of the view is what every seat sees
     score = client.stub.Score(pb.ScoreRequest(match_id=client.match_id), metadata=spectator)
     assert score == client.score(0)
+    assert score.version == view.version == 5  # the version the scoreboard was read at
 
 
 def test_a_watch_token_cannot_play_list_plans_deal_or_mint_tokens(
