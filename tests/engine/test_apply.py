@@ -30,6 +30,7 @@ from basra.engine import (
 )
 from basra.engine.cards import Card
 from basra.engine.game import legal_plays
+from basra.engine.state import LastPlay
 from tests.engine.builders import cards, position
 
 # Seat 0 to play. On this floor 7H has two plans, 10S three, 3S one, KC none.
@@ -231,3 +232,7 @@ def test_the_hand_over_state_still_says_who_captured_last() -> None:
     assert over.phase is Phase.HAND_OVER
     assert over.last_capturer == 1
     assert view(over, 0).last_capturer == 1
+    # And the play itself (a basra: it cleared the floor), the hand's 48 plays, its basras.
+    assert over.last_play == LastPlay(1, c("5H"), 1, (c("5C"),), 10, False)
+    assert view(over, 0).last_play == over.last_play
+    assert (over.plays, over.basras, over.basra_points) == (48, (0, 1), (0, 10))
