@@ -37,7 +37,9 @@ from basra.engine import (
 from basra.engine.bots import random_play
 from basra.engine.cards import CARDS, Card, format_cards
 from basra.engine.game import clean_floor, deal_round, first_dealer
+from basra.engine.rules import rubber_game_target
 from basra.engine.scoring import game_winner, score_hand
+from basra.engine.state import LastPlay
 from tests.engine.builders import cards, position
 
 EGYPTIAN_2 = match_profile("egyptian", 2)
@@ -567,3 +569,28 @@ def test_the_rubber_is_refused_by_name_where_there_is_none() -> None:
         match_profile("persian", 3, rubber=True)
     assert str(caught.value) == "rules 'persian' at 3 seats have no option 'rubber'"
     assert caught.value.metadata == {"rules": "persian", "option": "rubber", "seats": "3"}
+
+
+@pytest.mark.parametrize(
+    ("wins_needed", "games_won", "target"),
+    [
+        (3, (2, 2), 150),  # two games all: the fifth game
+        (3, (2, 1), 101),
+        (3, (0, 0), 101),
+        (1, (0, 0), 150),  # first to one game: the only game is the deciding one
+        (0, (0, 0), 101),  # no rubber
+    ],
+)
+def test_the_deciding_game_of_a_rubber_is_played_to_the_final_target(
+    wins_needed: int, games_won: tuple[int, int], target: int
+) -> None:
+    assert rubber_game_target(101, 150, wins_needed, games_won) == target
+
+
+def test_after_a_redeal_the_state_still_shows_the_play_that_emptied_the_hands() -> None:
+    state = position(["AH", "KS"], "5C", turn=0, stock="2C 3C 4C 6C 7C 8C 9C 10C")
+    state, _ = apply(state, Play(0, c("AH")))
+    redealt, events = apply(state, Play(1, c("KS")))
+    assert any(isinstance(e, CardsDealt) for e in events)
+    assert (redealt.phase, [len(h) for h in redealt.hands]) == (Phase.PLAYING, [4, 4])
+    assert redealt.last_play == LastPlay(1, c("KS"), 0, (), 0, False)
