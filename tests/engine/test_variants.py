@@ -37,7 +37,7 @@ from basra.engine import (
 from basra.engine.bots import random_play
 from basra.engine.cards import CARDS, Card, format_cards
 from basra.engine.game import clean_floor, deal_round, first_dealer
-from basra.engine.rules import rubber_game_target
+from basra.engine.rules import BottomCard, burial_position, rubber_game_target
 from basra.engine.scoring import game_winner, score_hand
 from basra.engine.state import LastPlay
 from tests.engine.builders import cards, position
@@ -591,6 +591,15 @@ def test_after_a_redeal_the_state_still_shows_the_play_that_emptied_the_hands() 
     state = position(["AH", "KS"], "5C", turn=0, stock="2C 3C 4C 6C 7C 8C 9C 10C")
     state, _ = apply(state, Play(0, c("AH")))
     redealt, events = apply(state, Play(1, c("KS")))
-    assert any(isinstance(e, CardsDealt) for e in events)
+    assert [e for e in events if isinstance(e, CardsDealt)] == [CardsDealt(1, 6, 4, 0)]
     assert (redealt.phase, [len(h) for h in redealt.hands]) == (Phase.PLAYING, [4, 4])
     assert redealt.last_play == LastPlay(1, c("KS"), 0, (), 0, False)
+
+
+def test_a_buried_card_goes_anywhere_but_the_top_or_the_shown_bottom() -> None:
+    """egyptian "neither the top nor the bottom": every other place of the stock is drawn; RULES.md
+    allows the bottom too."""
+    rng = random.Random(3)
+    shown = {burial_position(rng, 4, BottomCard.DEALER) for _ in range(200)}
+    hidden = {burial_position(rng, 4, BottomCard.HIDDEN) for _ in range(200)}
+    assert (shown, hidden) == ({1, 2, 3}, {1, 2, 3, 4})
