@@ -6,6 +6,7 @@ RULES.md's own examples (the `eram` profile) are in test_plans, test_deal and te
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 
 import pytest
@@ -603,3 +604,47 @@ def test_a_buried_card_goes_anywhere_but_the_top_or_the_shown_bottom() -> None:
     shown = {burial_position(rng, 4, BottomCard.DEALER) for _ in range(200)}
     hidden = {burial_position(rng, 4, BottomCard.HIDDEN) for _ in range(200)}
     assert (shown, hidden) == ({1, 2, 3}, {1, 2, 3, 4})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"seats": 5}, "seats must be 2..4, not 5"),
+        ({"seats": 1}, "seats must be 2..4, not 1"),
+        ({"partnerships": True}, "partnerships need four seats"),
+        ({"target": 0x10000}, "target must be 0..65535"),
+        ({"final_target": 0x10000}, "final_target must be 0..65535"),
+        ({"target": 0}, "target must be positive"),
+        ({"cards_per_deal": 0}, "cards_per_deal must be positive and floor_cards 0..8"),
+        ({"floor_cards": 9}, "cards_per_deal must be positive and floor_cards 0..8"),
+        ({"cards_per_deal": 5}, "48 cards do not split into deals of 5 for 2 seats"),
+        ({"majority_cards": 0}, "majority_cards must be 1..52"),
+        ({"majority_cards": 53}, "majority_cards must be 1..52"),
+        ({"buried": 1 << 52}, "buried must be a set of cards"),
+        ({"majority_points": 256}, "majority_points and basra_points must be 0..255"),
+        ({"basra_points": 256}, "majority_points and basra_points must be 0..255"),
+        ({"rubber_wins": 3}, "a rubber needs two sides and a final target"),
+        ({"rubber_wins": 10, "final_target": 150}, "rubber_wins must be 0..9"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_an_unplayable_profile_is_refused_with_its_reason(
+    fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Profile("p", **fields)  # type: ignore[arg-type]
+
+
+def test_each_field_at_its_limit_is_a_playable_profile() -> None:
+    widest = Profile(
+        "p",
+        seats=4,
+        target=0xFFFF,
+        final_target=0xFFFF,
+        rubber_wins=9,
+        partnerships=True,
+        majority_cards=52,
+        majority_points=255,
+        basra_points=255,
+    )
+    assert (widest.target, widest.final_target, widest.rubber_wins) == (0xFFFF, 0xFFFF, 9)
