@@ -7,13 +7,14 @@ removes, put the web table where the runtime stage copies it (the web/dist that 
 builds, as the image's web stage does), then start the Dockerfile's ENTRYPOINT with the
 environment of the rendered dev ConfigMap and the runtime stage's ENV. The process must answer
 the health checks the probes use, serve metrics and the web table at /, write nothing to disk,
-and exit 0 on SIGTERM within the drain time. Its REDIS_URL (a Secret in the cluster) is the test
-session's redis-server: the manifests run on Redis only, and the server refuses to start
-without it.
+and on SIGTERM drain (with the configured drain time) and exit 0 by itself. Its REDIS_URL (a
+Secret in the cluster) is the test session's redis-server: the manifests run on Redis only, and
+the server refuses to start without it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
@@ -206,22 +207,25 @@ def test_the_entrypoint_serves_the_probes_and_metrics_then_drains_on_sigterm(
         assert '<script type="module" src="app.js"></script>' in index, index
         with urllib.request.urlopen(f"http://localhost:{http_port}/app.js", timeout=5) as page:
             assert page.status == 200
-        signalled = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=drain_s + 5)
-        elapsed = time.monotonic() - signalled
+        # A deadline against a hang, not a measurement: the drain's length is the server's
+        # (BasraServer.stop) and the pod's grace period covers it (tests/deploy/test_policy.py).
+        code = process.wait(timeout=drain_s + 30)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     output_text = log.read_text()
     assert code == 0, output_text
-    assert elapsed < drain_s, f"took {elapsed:.1f} s to stop, more than the drain"
+    # It exited by itself through the end of its drain: "draining" with the ConfigMap's drain
+    # time, then "stopped" (logged once BasraServer.stop returned) as its last record.
+    records = [json.loads(line) for line in output_text.splitlines() if line.startswith("{")]
+    messages = [r["msg"] for r in records]
+    assert messages[-2:] == ["draining", "stopped"], output_text
+    assert records[-2]["grace_s"] == drain_s > 0
     # The image runs the compiled engine (its ENV requires it) and its start-up log says so.
     assert env["BASRA_ENGINE"] == "compiled"
     assert '"engine": "compiled"' in output_text, output_text
-    assert '"msg": "draining"' in output_text
-    assert '"msg": "stopped"' in output_text
     # What a read-only root filesystem would refuse: nothing new in the workdir or the venv.
     assert list(workdir.iterdir()) == []
     assert files_under(venv) == installed

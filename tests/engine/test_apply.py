@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from basra.engine import (
@@ -24,9 +26,11 @@ from basra.engine import (
     deal_next_hand,
     encode,
     new_match,
+    view,
 )
 from basra.engine.cards import Card
 from basra.engine.game import legal_plays
+from basra.engine.state import LastPlay
 from tests.engine.builders import cards, position
 
 # Seat 0 to play. On this floor 7H has two plans, 10S three, 3S one, KC none.
@@ -147,3 +151,88 @@ def test_seed_out_of_range_is_invalid_input() -> None:
     for seed in (-1, 1 << 64):
         with pytest.raises(InvalidInputError):
             new_match(seed)
+
+
+# What a refused request tells its player: the service sends the message and the metadata as they
+# are (google.rpc.ErrorInfo), so each is pinned word for word.
+@pytest.mark.parametrize(
+    ("play", "message", "metadata"),
+    [
+        (Play(1, c("2D")), "seat 1 played out of turn: it is seat 0's turn", {"turn": "0"}),
+        (
+            Play(0, c("2D")),
+            "card '2D' is not in your hand (KC 7H 3S 10S)",
+            {"card": "2D"},
+        ),
+        (
+            Play(0, c("7H"), plan=3),
+            "card '7H' has no plan 3: its plans are 1..2",
+            {"card": "7H", "plan_id": "3", "plan_count": "2"},
+        ),
+        (
+            Play(0, c("KC"), plan=1),
+            "card 'KC' has no plan 1: it has no capture plan and trails",
+            {"card": "KC", "plan_id": "1", "plan_count": "0"},
+        ),
+        (Play(0, c("7H"), plan=0), "plan id 0 must be 1 or more", {"plan_id": "0"}),
+        (
+            Play(0, c("7H"), plan=1, trail=True),
+            "a play cannot both take plan 1 and trail",
+            {"plan_id": "1"},
+        ),
+        (Play(2, c("7H")), "seat 2 does not exist: seats are 0..1", {"seat": "2"}),
+        (
+            Play(0, c("7H")),
+            "card '7H' has 2 capture plans: name one (1..2)",
+            {"card": "7H", "plan_count": "2"},
+        ),
+        (
+            Play(0, c("10S"), trail=True),
+            "card '10S' cannot trail: capture is mandatory and it has 3 plan(s)",
+            {"card": "10S", "plan_count": "3"},
+        ),
+    ],
+)
+def test_each_refused_play_says_what_was_wrong(
+    play: Play, message: str, metadata: dict[str, str]
+) -> None:
+    with pytest.raises(BasraError) as info:
+        apply(STATE, play)
+    assert (str(info.value), info.value.metadata) == (message, metadata)
+
+
+def test_a_refused_deal_or_play_between_hands_and_after_the_match_says_why() -> None:
+    state, _ = new_match(seed=1)
+    with pytest.raises(HandInProgressError) as in_progress:
+        deal_next_hand(state)
+    assert str(in_progress.value) == "hand 1 is still in progress (48 plays left)"
+    over, _ = apply(position(["5H", ""], "5C", turn=0), Play(0, c("5H")))
+    with pytest.raises(HandOverError) as hand_over:
+        apply(over, Play(1, c("5H")))
+    assert (
+        str(hand_over.value)
+        == f"hand {over.hand_number} is over: deal the next hand before playing"
+    )
+    assert hand_over.value.metadata == {"hand": str(over.hand_number)}
+    won = replace(over, phase=Phase.MATCH_OVER, winner=1)
+    with pytest.raises(MatchOverError) as played:
+        apply(won, Play(0, c("5H")))
+    with pytest.raises(MatchOverError) as dealt:
+        deal_next_hand(won)
+    for match_over in (played, dealt):
+        assert (str(match_over.value), match_over.value.metadata) == (
+            "the match is over: seat 1 won",
+            {"winner": "1"},
+        )
+
+
+def test_the_hand_over_state_still_says_who_captured_last() -> None:
+    """Seat 1's last play captures: the scored hand's state (and so every view) names it."""
+    over, _ = apply(position(["", "5H"], "5C", turn=1, last_capturer=0), Play(1, c("5H")))
+    assert over.phase is Phase.HAND_OVER
+    assert over.last_capturer == 1
+    assert view(over, 0).last_capturer == 1
+    # And the play itself (a basra: it cleared the floor), the hand's 48 plays, its basras.
+    assert over.last_play == LastPlay(1, c("5H"), 1, (c("5C"),), 10, False)
+    assert view(over, 0).last_play == over.last_play
+    assert (over.plays, over.basras, over.basra_points) == (48, (0, 1), (0, 10))

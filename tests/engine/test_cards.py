@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from basra.engine.cards import CARDS, POINTS, Card, format_cards, parse_cards
+from basra.engine.cards import (
+    ALL_CARDS_MASK,
+    CARDS,
+    POINTS,
+    Card,
+    format_cards,
+    mask_of,
+    parse_cards,
+    points_of,
+)
 from basra.engine.errors import DuplicateCardError, InvalidCardError
+from basra.engine.profile import STANDARD_POINTS, PointTable
 
 
 def test_every_card_formats_and_parses_back() -> None:
@@ -37,7 +47,11 @@ def test_parse_accepts_lower_case_and_suit_symbols(token: str, expected: str) ->
 def test_parse_rejects_bad_tokens_with_the_token_in_the_message(token: str) -> None:
     with pytest.raises(InvalidCardError) as info:
         Card.parse(token)
-    assert repr(token) in str(info.value)
+    assert str(info.value) == (
+        f"invalid card {token!r}: expected a rank (A 2-10 J Q K, T for 10) followed by a suit "
+        "(C D H S or \u2663 \u2666 \u2665 \u2660), such as '10D'"
+    )
+    assert info.value.metadata == {"token": token}
     assert info.value.reason == "INVALID_CARD"
 
 
@@ -85,4 +99,20 @@ def test_parse_cards_reads_spaces_and_commas_and_rejects_duplicates() -> None:
     assert format_cards(parse_cards("4S 6H"), symbols=True) == "4\u2660 6\u2665"
     with pytest.raises(DuplicateCardError) as info:
         parse_cards("4S 6H 4s")
-    assert "'4S'" in str(info.value)
+    assert str(info.value) == "card '4S' appears more than once"
+    assert info.value.metadata == {"card": "4S"}
+
+
+def test_special_points_of_a_set_of_cards() -> None:
+    """RULES.md: each J and A 1, 2C 2, 10D 3: 13 in the deck."""
+    assert points_of(ALL_CARDS_MASK) == 13
+    assert points_of(mask_of(parse_cards("10D 2C JS AH 5C KD"))) == 3 + 2 + 1 + 1
+    assert points_of(0) == 0
+    assert STANDARD_POINTS.of(ALL_CARDS_MASK) == 13
+
+
+def test_a_point_table_shows_the_cards_that_score() -> None:
+    assert repr(STANDARD_POINTS) == (
+        "PointTable({AC: 1, 2C: 2, JC: 1, AD: 1, 10D: 3, JD: 1, AH: 1, JH: 1, AS: 1, JS: 1})"
+    )
+    assert repr(PointTable((0,) * 51 + (7,))) == "PointTable({KS: 7})"

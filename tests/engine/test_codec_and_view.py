@@ -12,6 +12,7 @@ from basra.engine import (
     ERAM,
     RULE_SYSTEMS,
     CorruptStateError,
+    InvalidSeatError,
     Phase,
     decode,
     encode,
@@ -20,6 +21,7 @@ from basra.engine import (
 )
 from basra.engine.cards import CARDS
 from basra.engine.codec import FORMAT_VERSION
+from basra.engine.profile import STANDARD_POINTS
 from tests.engine.builders import random_match
 
 
@@ -179,3 +181,57 @@ def test_any_flipped_byte_of_a_four_seat_rubber_state_is_rejected_or_still_consi
         else:
             assert encode(state) == bytes(corrupt)
     assert rejected > len(data) // 2  # the seed and some profile fields may take any value
+
+
+@pytest.mark.parametrize("seats", [2, 3, 4])
+def test_each_seat_has_its_view_and_a_seat_past_the_table_none(seats: int) -> None:
+    profile = match_profile("persian", seats)
+    state = random_match(seats, random.Random(seats), profile)[5]
+    assert [view(state, s).seat for s in range(seats)] == list(range(seats))
+    for seat in (seats, -1):
+        with pytest.raises(InvalidSeatError) as caught:
+            view(state, seat)
+        assert str(caught.value) == f"seat {seat} does not exist: seats are 0..{seats - 1}"
+        assert caught.value.metadata == {"seat": str(seat)}
+
+
+def test_a_view_shows_every_public_count_of_the_state() -> None:
+    """Piles, basras and totals per side, as the state holds them, at every seat (a partnership
+    game, mid-hand, after a basra)."""
+    states = random_match(4, random.Random(4), match_profile("egyptian", 4))
+    state = next(s for s in states if any(s.basras) and s.history and s.phase is Phase.PLAYING)
+    for seat in range(4):
+        seen = view(state, seat)
+        assert seen.captured_counts == tuple(m.bit_count() for m in state.captured)
+        assert sum(seen.captured_counts) + sum(seen.hand_sizes) + len(seen.floor) == (
+            52 - seen.stock_size
+        )
+        assert (seen.basras, seen.basra_points) == (state.basras, state.basra_points)
+        assert (seen.scores, seen.carry, seen.games) == (state.scores, state.carry, state.games)
+        assert (seen.dealer, seen.hand_number, seen.plays_left) == (
+            state.dealer,
+            state.hand_number,
+            state.plays_left,
+        )
+        assert (seen.last_capturer, seen.last_play) == (state.last_capturer, state.last_play)
+        assert (seen.phase, seen.winner) == (Phase.PLAYING, None)
+        assert (seen.deal_number, seen.turn, seen.next_dealer) == (
+            state.deal_number,
+            state.turn,
+            None,
+        )
+        assert (seen.side, seen.sides, seen.target) == (seat % 2, (0, 1, 0, 1), 101)
+        assert seen.captured_specials == tuple(
+            tuple(c for c in CARDS if m >> c & 1 and STANDARD_POINTS.points[c])
+            for m in state.captured
+        )
+    over = states[-1]
+    assert over.phase is Phase.MATCH_OVER
+    assert over.winner is not None
+    for seat in range(4):
+        seen = view(over, seat)
+        assert (seen.phase, seen.winner, seen.scores) == (
+            Phase.MATCH_OVER,
+            over.winner,
+            over.scores,
+        )

@@ -20,14 +20,17 @@ from basra.engine import (
     Phase,
     Profile,
     State,
+    codec,
     decode,
     encode,
 )
 from basra.engine.cards import ALL_CARDS_MASK, CARDS
+from basra.engine.codec import decode_profile, encode_profile
 from basra.engine.game import new_match
-from basra.engine.profile import RULE_SYSTEMS, match_profile
+from basra.engine.profile import RULE_SYSTEMS, PointTable, match_profile
+from basra.engine.rules import BasraValue, BottomCard, MajorityTie, SevenRule
 from basra.engine.scoring import score_hand
-from basra.engine.state import HandScore
+from basra.engine.state import GameResult, HandScore, LastPlay
 from basra.service.store import MatchRecord
 from basra.service.store.codec import decode_record, encode_record
 
@@ -35,21 +38,20 @@ U8, U16, U64 = 0xFF, 0xFFFF, 2**64 - 1
 NO_CARDS = ALL_CARDS_MASK  # everything captured by seat 0: hands, floor and stock empty
 
 
-def history(
-    profile: Profile, hands: Sequence[Sequence[tuple[int, int, int]]]
-) -> tuple[HandScore, ...]:
-    """Hand scores from each seat's (cards, specials, basras), dealt as the codec replays them
-    (the first dealer is seat 0)."""
+def history(profile: Profile, hands: Sequence[Sequence[tuple[int, ...]]]) -> tuple[HandScore, ...]:
+    """Hand scores from each side's (cards, specials, basras[, basra points]), dealt as the codec
+    replays them (the first dealer is seat 0)."""
     carry, out = 0, []
-    for number, seats in enumerate(hands, start=1):
+    for number, sides in enumerate(hands, start=1):
         score = score_hand(
             profile,
             hand=number,
             dealer=(number - 1) % profile.seats,
             carry_before=carry,
-            cards=[s[0] for s in seats],
-            specials=[s[1] for s in seats],
-            basras=[s[2] for s in seats],
+            cards=[s[0] for s in sides],
+            specials=[s[1] for s in sides],
+            basras=[s[2] for s in sides],
+            basra_points=[s[3] for s in sides] if all(len(s) == 4 for s in sides) else None,
         )
         out.append(score)
         carry = score.carry_after
@@ -57,9 +59,9 @@ def history(
 
 
 def consistent(profile: Profile, scored: tuple[HandScore, ...], **fields: object) -> State:
-    """A state of ``profile`` after the hands ``scored``, all 52 cards in seat 0's pile."""
+    """A state of ``profile`` after the hands ``scored``, all 52 cards in side 0's pile."""
     base, _ = new_match(0, profile)
-    seats = profile.seats
+    seats, sides = profile.seats, profile.sides
     state = replace(
         base,
         phase=Phase.PLAYING,
@@ -69,11 +71,12 @@ def consistent(profile: Profile, scored: tuple[HandScore, ...], **fields: object
         hands=((),) * seats,
         floor=(),
         stock=(),
-        captured=(NO_CARDS,) + (0,) * (seats - 1),
-        basras=(0,) * seats,
+        captured=(NO_CARDS,) + (0,) * (sides - 1),
+        basras=(0,) * sides,
+        basra_points=(0,) * sides,
         last_capturer=None,
         plays=0,
-        scores=tuple(sum(h.totals[s] for h in scored) for s in range(seats)),
+        scores=tuple(sum(h.totals[s] for h in scored) for s in range(sides)),
         carry=scored[-1].carry_after if scored else 0,
         history=scored,
         winner=None,
@@ -111,25 +114,129 @@ NARROW = Profile(
     basra_points=0,
 )
 FOUR = Profile("four-wide", seats=4, cards_per_deal=13, floor_cards=0, majority_points=U8)
-# One side per seat: consistent() scores seats (partnership profiles score sides).
-PROFILES = [
-    ERAM,
-    *(
-        p
-        for name, system in RULE_SYSTEMS.items()
-        for p in (match_profile(name, n) for n in system.seat_counts)
-        if not p.partnerships
-    ),
-    WIDE,
-    NARROW,
-    FOUR,
+# Two partnerships with every field at its largest value (deals of 13 need an empty floor, the
+# largest floor of 8 deals of 11: one profile each)
+PARTNERS_WIDE = Profile(
+    name="p" * 255,
+    seats=4,
+    partnerships=True,
+    target=U16,
+    cards_per_deal=13,
+    deal_singly=True,
+    floor_cards=0,
+    buried=ALL_CARDS_MASK,
+    bottom_card=max(BottomCard),
+    seven=max(SevenRule),
+    majority_cards=52,
+    majority_points=U8,
+    majority_tie=max(MajorityTie),
+    basra_points=U8,
+    basra_value=max(BasraValue),
+    points=PointTable((U8,) * 52),
+    rubber_wins=9,
+    final_target=U16,
+)
+# (one deal of 11 empties the stock, so nothing can be buried in it: no buried cards).
+PARTNERS_FLOOR = replace(
+    PARTNERS_WIDE, name="partners-floor", cards_per_deal=11, floor_cards=8, buried=0
+)
+# Every rule system at every seat count and option it allows, partnerships included.
+RULE_SYSTEM_PROFILES = [
+    system.profile(n, rubber=rubber, bottom_card_shown=shown)
+    for system in RULE_SYSTEMS.values()
+    for n in system.seat_counts
+    for rubber in sorted({False, system.rubber})
+    for shown in sorted({False, n in system.bottom_card_seats})
 ]
+PARTNERSHIP_PROFILES = [
+    *(p for p in RULE_SYSTEM_PROFILES if p.partnerships),
+    PARTNERS_WIDE,
+    PARTNERS_FLOOR,
+]
+# A point table of one card (written out as one pair), none of them at the start of the deck.
+SPARSE = Profile("sparse", points=PointTable((0,) * 51 + (U8,)))
+PROFILES = [ERAM, *RULE_SYSTEM_PROFILES, WIDE, NARROW, FOUR, PARTNERS_WIDE, PARTNERS_FLOOR, SPARSE]
 
 
-@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name[:12] or "empty")
+def describe(p: Profile) -> str:
+    options = "".join(
+        f"-{flag}"
+        for flag, on in (
+            ("rubber", p.rubber_wins),
+            ("shown", p.bottom_card is BottomCard.EVERY_SEAT),
+        )
+        if on
+    )
+    return f"{p.name[:12] or 'empty'}-{p.seats}{options}"
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=describe)
 def test_the_profile_round_trips_at_its_limits(profile: Profile) -> None:
     decoded = round_trips(consistent(profile, ()))
     assert decoded.profile == profile
+
+
+def test_the_partnership_profiles_are_the_ones_the_rule_systems_name() -> None:
+    """persian-partnership and the four-seat egyptian, jordanian and lobashev setups (with and
+    without the rubber): the list above misses none."""
+    named = {(p.name, p.rubber_wins) for p in PARTNERSHIP_PROFILES if p.name in RULE_SYSTEMS}
+    assert named == {
+        ("persian-partnership", 0),
+        ("egyptian", 0),
+        ("egyptian", 3),
+        ("jordanian", 0),
+        ("jordanian", 3),
+        ("lobashev", 0),
+    }
+    assert all(p.seats == 4 and p.sides == 2 for p in PARTNERSHIP_PROFILES)
+
+
+@pytest.mark.parametrize("profile", PARTNERSHIP_PROFILES, ids=describe)
+def test_partnership_sides_round_trip_at_their_largest_values(profile: Profile) -> None:
+    """Each side's total, pile, basras and basra points, a finished game's totals and winner,
+    and the last seat as dealer, turn and capturer, all at the top of their fields."""
+    # Side 0: 65535 basra points in one hand (the stored per-side word); side 1 reaches 65535
+    # through 255 basras of U8 points, 255 special points and its specials again next hand.
+    # A third hand scoring nothing makes seat 3 the dealer of the fourth.
+    hands = [
+        [(26, 0, 1, U16), (26, 255, 255, 255 * U8)],
+        [(26, 0, 0, 0), (26, 255, 0, 0)],
+        [(26, 0, 0, 0), (26, 0, 0, 0)],
+    ]
+    scored = history(profile, hands)
+    games = tuple(GameResult(winner=1, totals=(U16, U16)) for _ in range(U8))
+    state = consistent(
+        profile,
+        scored,
+        captured=(0, NO_CARDS),
+        basras=(U8, U8),
+        basra_points=(U16, U16),
+        games=games,
+        turn=3,
+        last_capturer=3,
+    )
+    assert state.dealer == 3
+    decoded = round_trips(state)
+    assert decoded.profile == profile
+    assert decoded.scores == (U16, U16)
+    assert decoded.captured == (0, NO_CARDS)
+    assert (decoded.basras, decoded.basra_points) == ((U8, U8), (U16, U16))
+    assert [(s.basras, s.basra_points) for s in decoded.history[0].sides] == [
+        (1, U16),
+        (255, 255 * U8),
+    ]
+    assert len(decoded.games) == U8
+    assert decoded.games[-1] == GameResult(1, (U16, U16))
+    assert (decoded.dealer, decoded.turn, decoded.last_capturer) == (3, 3, 3)
+
+
+def test_a_side_past_the_partnerships_is_refused() -> None:
+    """Side 2 of a partnership game names no side: refused, never read as a seat."""
+    state = consistent(PARTNERS_WIDE, ())
+    data = encode(replace(state, games=(GameResult(winner=2, totals=(0, 0)),)))
+    assert refusal(data) == "state names side 2 of 2"
+    finished = replace(state, phase=Phase.MATCH_OVER, winner=2)
+    assert refusal(encode(finished)) == "state names side 2 of 2"
 
 
 def test_the_carry_round_trips_at_its_largest_value() -> None:
@@ -283,6 +390,27 @@ def test_a_record_field_one_past_its_width_is_refused(change: dict[str, object])
         encode_record(replace(record(1, 2, 4), **change))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seats", [1, 2, 4, U8])
+def test_a_record_with_watch_token_hashes_round_trips(seats: int) -> None:
+    original = replace(
+        record(U64, seats, 7),
+        watch_hashes=tuple(bytes([i]) * 32 for i in range(1, seats + 1)),
+    )
+    data = encode_record(original)
+    decoded = decode_record(original.match_id, data)
+    assert decoded == original
+    assert decoded.watch_hashes[-1] == bytes([seats]) * 32
+    # A record from before watch tokens (none stored) still decodes, with none.
+    assert decode_record(original.match_id, data[: -32 * seats]).watch_hashes == ()
+
+
+@pytest.mark.parametrize("extra", [b"x", bytes(31), bytes(33), bytes(65)])
+def test_bytes_past_a_record_are_refused_unless_they_are_its_watch_hashes(extra: bytes) -> None:
+    data = encode_record(record(1, 2, 4))
+    with pytest.raises(ValueError, match=r"^not a match record$"):
+        decode_record("m" * 22, data + extra)
+
+
 # -- What decode refuses, and why -------------------------------------------------------------
 
 
@@ -333,3 +461,117 @@ def test_malformed_bytes_are_refused_with_their_reason() -> None:
     assert refusal(b"") == "state bytes end early"
     not_utf8 = data[:2] + b"\xff" + data[3:]  # the profile's name
     assert refusal(not_utf8).startswith("state bytes do not decode: ")
+
+
+def test_a_card_missing_from_index_0_is_refused_too() -> None:
+    """The union of the piles must be every card: AC missing while 2C is held twice counts 52."""
+    state = consistent(ERAM, ())
+    twice = replace(state, hands=((CARDS[1],), ()), captured=(NO_CARDS & ~1, 0))
+    assert refusal(encode(twice)) == "state does not hold each of the 52 cards exactly once"
+
+
+def test_bytes_that_decode_but_are_not_canonical_are_refused() -> None:
+    """The standard point table written out as pairs (not as its flag) decodes to the same
+    profile; the one encoding of that state is the flag, so these bytes are refused."""
+    data = encode(consistent(ERAM, ()))
+    flags_at = 2 + data[1] + 1  # version, name length, name, seats
+    pairs_at = 2 + data[1] + codec._PROFILE.size
+    assert data[flags_at] & codec._FLAG_STANDARD_POINTS
+    assert data[pairs_at] == 0
+    table = bytes(x for c, p in enumerate(ERAM.points.points) if p for x in (c, p))
+    written_out = (
+        data[:flags_at]
+        + bytes((data[flags_at] & ~codec._FLAG_STANDARD_POINTS,))
+        + data[flags_at + 1 : pairs_at]
+        + bytes((len(table) // 2,))
+        + table
+        + data[pairs_at + 1 :]
+    )
+    assert refusal(written_out) == "state bytes are not in canonical form"
+
+
+# -- Format 1 (read, never written): its fields at their limits ---------------------------------
+
+
+def version_1(state: State) -> bytes:
+    data = codec._encode_v1(state)
+    assert data[0] == 1
+    return data
+
+
+@pytest.mark.parametrize("seven", [SevenRule.COUNT_NO_QUEEN_OR_KING, SevenRule.SUM_OF_NUMBERS])
+def test_a_format_1_state_past_the_signed_range_of_its_two_bytes_decodes(
+    seven: SevenRule,
+) -> None:
+    """32768 hands, each a basra of 1 point to seat 0: a history and a score of 2**15."""
+    profile = replace(ERAM, majority_points=0, basra_points=1, seven=seven)
+    hands = [[(26, 0, 1), (26, 0, 0)]] * 2**15
+    state = consistent(profile, history(profile, hands))
+    assert state.scores == (2**15, 0)
+    assert state.last_capturer is None
+    decoded = decode(version_1(state))
+    assert decoded == state
+    assert decoded.profile.seven is seven
+
+
+def test_a_format_1_state_is_refused_with_its_reasons() -> None:
+    state = consistent(ERAM, ())
+    data = version_1(state)
+    assert decode(data) == state
+    assert refusal(data + b"\0") == "state bytes have trailing data"
+    for seat in ({"turn": 2}, {"dealer": 3}, {"last_capturer": 2}):
+        assert refusal(version_1(replace(state, **seat))) == (  # type: ignore[arg-type]
+            f"state names seat {next(iter(seat.values()))} of 2"
+        )
+
+
+# -- A profile alone (the service stores a match's profile with its creation) -------------------
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=describe)
+def test_a_profile_alone_round_trips_as_the_state_stores_it(profile: Profile) -> None:
+    data = encode_profile(profile)
+    assert decode_profile(data) == profile
+    assert encode(consistent(profile, ()))[1:].startswith(data)
+
+
+def test_profile_bytes_are_refused_with_their_reason() -> None:
+    data = encode_profile(ERAM)
+    fields = 1 + data[0]  # the name's length, the name
+
+    def refused(bad: bytes) -> str:
+        with pytest.raises(CorruptStateError) as caught:
+            decode_profile(bad)
+        return str(caught.value)
+
+    assert refused(data + b"\0") == "profile bytes have the wrong length"
+    assert refused(data[:-1]) == "profile bytes do not decode: index out of range"
+    assert refused(b"") == "profile bytes do not decode: index out of range"
+    flags = bytearray(data)
+    flags[fields + 1] |= 8
+    assert refused(bytes(flags)) == "unknown profile flags 0xc"
+    bottom = bytearray(data)
+    bottom[fields + 16] = 9
+    assert refused(bytes(bottom)) == "profile bytes do not decode: 9 is not a valid BottomCard"
+    assert refused(data[:1] + b"\xff" + data[2:]) == (
+        "profile bytes do not decode: 'utf-8' codec can't decode byte 0xff in position 0: "
+        "invalid start byte"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("seat", 2), ("seat", 3), ("card", 52), ("card", 53), ("sweep", 2), ("sweep", 3)],
+)
+def test_a_last_play_past_its_fields_is_refused(field: str, value: int) -> None:
+    """The last play's seat (of 2), card (of 52) and sweep flag (0 or 1), each one past and two
+    past its last value; the last values themselves decode."""
+    state = consistent(ERAM, ())
+    last = replace(state, last_play=LastPlay(1, CARDS[51], 0, (), U8, True))
+    data = encode(last)
+    at = len(encode(state)) - 4  # the last play's place: before the games and the history
+    assert data[at : at + 5] == bytes((1, 51, 0, U8, 1))
+    assert decode(data) == last
+    offset = {"seat": 0, "card": 1, "sweep": 4}[field]
+    bad = data[: at + offset] + bytes((value,)) + data[at + offset + 1 :]
+    assert refusal(bad) == "state bytes hold an invalid last play"

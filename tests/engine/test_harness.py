@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from basra.engine import (
     HandStarted,
     MatchEnded,
     Phase,
+    Play,
     Profile,
     apply,
     deal_next_hand,
@@ -24,6 +26,10 @@ from basra.engine import (
     new_match,
 )
 from basra.engine.bots import greedy_play, random_play
+from basra.engine.cards import Card
+from basra.engine.game import legal_plays
+from basra.engine.profile import PointTable
+from tests.engine.builders import position
 from tests.engine.test_properties import CONFIGS, assert_conserved, check_hand_points, config_id
 
 MATCHES = 2000
@@ -138,3 +144,31 @@ def test_every_rule_system_plays_whole_matches_to_the_end_at_every_seat_count(
     rng = random.Random(f"{name}/{seats}/{rubber}")
     hands = [play_match(rng.getrandbits(64), rng, profile, greedy=i % 2 == 1) for i in range(40)]
     assert min(hands) >= 1
+
+
+def test_the_bots_play_exactly_what_legal_plays_lists() -> None:
+    """A trail comes as a declared trail (trail=True), a capture with its plan, as the service's
+    clients send them: each bot's play is one of legal_plays, never just an applicable play."""
+    rng = random.Random(5)
+    trails = 0
+    for seed in range(3):
+        state, _ = new_match(seed)
+        while state.phase is Phase.PLAYING:
+            legal = legal_plays(state)
+            assert greedy_play(state) in legal
+            play = random_play(state, rng)
+            assert play in legal
+            trails += play.trail
+            state, _ = apply(state, play)
+    assert trails > 0
+
+
+def test_the_greedy_bot_counts_points_from_the_profiles_table() -> None:
+    """9S takes 9H and 6S takes 6C: worth the same by RULES.md's points (the lower card would
+    be played), but this profile's table makes 9H worth 50."""
+    points = [0] * 52
+    points[Card.parse("9H")] = 50
+    profile = Profile("nines", points=PointTable(tuple(points)))
+    state = position(["9S 6S", "2D"], "9H 6C", profile=profile)
+    assert greedy_play(state) == Play(0, Card.parse("9S"), 1)
+    assert greedy_play(replace(state, profile=ERAM)) == Play(0, Card.parse("6S"), 1)

@@ -11,6 +11,7 @@ from basra.engine import (
     MatchEnded,
     Phase,
     Play,
+    Profile,
     apply,
     deal_next_hand,
 )
@@ -169,3 +170,27 @@ def test_a_tie_at_121_plays_another_normal_hand_with_the_dealer_alternating() ->
     assert extra.dealer == 0
     assert extra.hand_number == 3
     assert extra.phase is Phase.PLAYING
+
+
+def test_a_hand_score_names_its_hand_dealer_and_carry() -> None:
+    score = score_hand(
+        ERAM, hand=7, dealer=1, carry_before=30, cards=[30, 22], specials=[8, 5], basras=[1, 0]
+    )
+    assert (score.hand, score.dealer, score.carry_before, score.carry_after) == (7, 1, 30, 0)
+    assert score.totals == (30 + 30 + 8 + 10, 5)
+
+
+def test_a_single_leader_short_of_the_majority_is_no_tie() -> None:
+    """Three seats, every card taken, 18 against 17 and 17, a majority needing 27: nobody scores
+    it and the carry stands (a shared top count would have carried 30 more)."""
+    three = Profile("three", seats=3, cards_per_deal=4, floor_cards=4)
+    score = score_hand(
+        three,
+        hand=1,
+        dealer=0,
+        carry_before=30,
+        cards=[18, 17, 17],
+        specials=[0] * 3,
+        basras=[0] * 3,
+    )
+    assert (score.carry_after, [s.majority for s in score.sides]) == (30, [0, 0, 0])

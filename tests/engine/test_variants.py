@@ -6,6 +6,7 @@ RULES.md's own examples (the `eram` profile) are in test_plans, test_deal and te
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 
 import pytest
@@ -37,7 +38,9 @@ from basra.engine import (
 from basra.engine.bots import random_play
 from basra.engine.cards import CARDS, Card, format_cards
 from basra.engine.game import clean_floor, deal_round, first_dealer
+from basra.engine.rules import BottomCard, burial_position, rubber_game_target
 from basra.engine.scoring import game_winner, score_hand
+from basra.engine.state import LastPlay
 from tests.engine.builders import cards, position
 
 EGYPTIAN_2 = match_profile("egyptian", 2)
@@ -171,6 +174,7 @@ def test_egyptian_seats_2_or_4_in_two_partnerships() -> None:
     with pytest.raises(SeatsNotAllowedError) as caught:
         match_profile("egyptian", 3)
     assert caught.value.metadata == {"rules": "egyptian", "seats": "3"}
+    assert str(caught.value) == "rules 'egyptian' are played by 2 or 4 seats, not 3"
 
 
 def test_egyptian_deals_of_4_six_deals_at_2_seats_three_at_4() -> None:
@@ -214,7 +218,12 @@ def test_egyptian_option_bottom_card_shown_every_seat_sees_it_at_2_seats_only() 
     assert [view(state, s).bottom_card for s in (0, 1)] == [state.stock[-1]] * 2
     with pytest.raises(OptionNotAvailableError) as caught:
         match_profile("egyptian", 4, bottom_card_shown=True)
-    assert caught.value.metadata["option"] == "bottom_card_shown"
+    assert caught.value.metadata == {
+        "rules": "egyptian",
+        "option": "bottom_card_shown",
+        "seats": "4",
+    }
+    assert str(caught.value) == "rules 'egyptian' at 4 seats have no option 'bottom_card_shown'"
 
 
 @pytest.mark.parametrize(
@@ -293,6 +302,8 @@ def test_egyptian_rubber_best_of_five_each_game_from_0_with_no_carry_and_a_rando
     after, events = _last_play_of_a_game(rubber, (GameResult(1, (50, 101)),), (90, 95))
     ended = next(e for e in events if isinstance(e, GameEnded))
     assert (ended.game, ended.winner, ended.totals, ended.games_won) == (2, 0, (130, 98), (1, 1))
+    scored = next(e for e in events if isinstance(e, HandScored))
+    assert (scored.game, scored.totals) == (2, (130, 98))  # the hand belongs to game 2
     assert not any(isinstance(e, MatchEnded) for e in events)
     assert (after.phase, after.scores, after.carry, after.history) == (
         Phase.HAND_OVER,
@@ -313,6 +324,7 @@ def test_egyptian_rubber_at_two_games_all_the_fifth_game_is_played_to_150() -> N
     # Side 0 reaches 120 (>= 101, < 150): the deciding game goes on.
     after, events = _last_play_of_a_game(rubber, two_all, (80, 100))
     assert not any(isinstance(e, GameEnded) for e in events)
+    assert next(e for e in events if isinstance(e, HandScored)).game == 5
     assert (after.phase, after.scores) == (Phase.HAND_OVER, (120, 103))
     # From 115, side 0 reaches 155: it wins the fifth game and the rubber.
     after, events = _last_play_of_a_game(rubber, two_all, (115, 100))
@@ -516,6 +528,10 @@ def test_not_a_profile_the_lebanese_game() -> None:
     with pytest.raises(UnknownRulesError) as caught:
         rule_system("lebanese")
     assert caught.value.metadata == {"rules": "lebanese"}
+    assert str(caught.value) == (
+        "unknown rules 'lebanese': the rule systems are eram, egyptian, jordanian, lobashev, "
+        "persian, persian-partnership"
+    )
     assert list(RULE_SYSTEMS) == [
         "eram",
         "egyptian",
@@ -535,3 +551,100 @@ def test_seeded_deals_replay_exactly_per_profile(name: str) -> None:
         profile = match_profile(name, seats)
         assert new_match(77, profile) == new_match(77, profile)
         assert new_match(77, profile)[0].hands != new_match(78, profile)[0].hands
+
+
+@pytest.mark.parametrize("name", list(RULE_SYSTEMS))
+def test_a_rule_systems_profile_without_options_is_its_base_at_that_seat_count(name: str) -> None:
+    """No option unless asked for: no rubber, the bottom card as the rule system deals it."""
+    system = RULE_SYSTEMS[name]
+    for seats in system.seat_counts:
+        plain = system.profile(seats)
+        assert plain == replace(
+            system.base, seats=seats, partnerships=seats in system.partnership_seats
+        )
+        assert (plain.rubber_wins, plain.bottom_card) == (0, system.base.bottom_card)
+
+
+def test_the_rubber_is_refused_by_name_where_there_is_none() -> None:
+    with pytest.raises(OptionNotAvailableError) as caught:
+        match_profile("persian", 3, rubber=True)
+    assert str(caught.value) == "rules 'persian' at 3 seats have no option 'rubber'"
+    assert caught.value.metadata == {"rules": "persian", "option": "rubber", "seats": "3"}
+
+
+@pytest.mark.parametrize(
+    ("wins_needed", "games_won", "target"),
+    [
+        (3, (2, 2), 150),  # two games all: the fifth game
+        (3, (2, 1), 101),
+        (3, (0, 0), 101),
+        (1, (0, 0), 150),  # first to one game: the only game is the deciding one
+        (0, (0, 0), 101),  # no rubber
+    ],
+)
+def test_the_deciding_game_of_a_rubber_is_played_to_the_final_target(
+    wins_needed: int, games_won: tuple[int, int], target: int
+) -> None:
+    assert rubber_game_target(101, 150, wins_needed, games_won) == target
+
+
+def test_after_a_redeal_the_state_still_shows_the_play_that_emptied_the_hands() -> None:
+    state = position(["AH", "KS"], "5C", turn=0, stock="2C 3C 4C 6C 7C 8C 9C 10C")
+    state, _ = apply(state, Play(0, c("AH")))
+    redealt, events = apply(state, Play(1, c("KS")))
+    assert [e for e in events if isinstance(e, CardsDealt)] == [CardsDealt(1, 6, 4, 0)]
+    assert (redealt.phase, [len(h) for h in redealt.hands]) == (Phase.PLAYING, [4, 4])
+    assert redealt.last_play == LastPlay(1, c("KS"), 0, (), 0, False)
+
+
+def test_a_buried_card_goes_anywhere_but_the_top_or_the_shown_bottom() -> None:
+    """egyptian "neither the top nor the bottom": every other place of the stock is drawn; RULES.md
+    allows the bottom too."""
+    rng = random.Random(3)
+    shown = {burial_position(rng, 4, BottomCard.DEALER) for _ in range(200)}
+    hidden = {burial_position(rng, 4, BottomCard.HIDDEN) for _ in range(200)}
+    assert (shown, hidden) == ({1, 2, 3}, {1, 2, 3, 4})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"seats": 5}, "seats must be 2..4, not 5"),
+        ({"seats": 1}, "seats must be 2..4, not 1"),
+        ({"partnerships": True}, "partnerships need four seats"),
+        ({"target": 0x10000}, "target must be 0..65535"),
+        ({"final_target": 0x10000}, "final_target must be 0..65535"),
+        ({"target": 0}, "target must be positive"),
+        ({"cards_per_deal": 0}, "cards_per_deal must be positive and floor_cards 0..8"),
+        ({"floor_cards": 9}, "cards_per_deal must be positive and floor_cards 0..8"),
+        ({"cards_per_deal": 5}, "48 cards do not split into deals of 5 for 2 seats"),
+        ({"majority_cards": 0}, "majority_cards must be 1..52"),
+        ({"majority_cards": 53}, "majority_cards must be 1..52"),
+        ({"buried": 1 << 52}, "buried must be a set of cards"),
+        ({"majority_points": 256}, "majority_points and basra_points must be 0..255"),
+        ({"basra_points": 256}, "majority_points and basra_points must be 0..255"),
+        ({"rubber_wins": 3}, "a rubber needs two sides and a final target"),
+        ({"rubber_wins": 10, "final_target": 150}, "rubber_wins must be 0..9"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_an_unplayable_profile_is_refused_with_its_reason(
+    fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Profile("p", **fields)  # type: ignore[arg-type]
+
+
+def test_each_field_at_its_limit_is_a_playable_profile() -> None:
+    widest = Profile(
+        "p",
+        seats=4,
+        target=0xFFFF,
+        final_target=0xFFFF,
+        rubber_wins=9,
+        partnerships=True,
+        majority_cards=52,
+        majority_points=255,
+        basra_points=255,
+    )
+    assert (widest.target, widest.final_target, widest.rubber_wins) == (0xFFFF, 0xFFFF, 9)

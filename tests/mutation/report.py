@@ -26,6 +26,15 @@ def area(name: str) -> str:
     return "engine" if name.startswith("basra.engine.") else "service"
 
 
+def module(name: str) -> str:
+    """``basra.engine.codec`` of ``basra.engine.codec.x_encode__mutmut_3`` (methods: ``xǁCǁm``)."""
+    return name.rpartition(".")[0]
+
+
+def function(name: str) -> str:
+    return name.rpartition("__mutmut_")[0]
+
+
 def equivalents(path: Path = EQUIVALENT) -> dict[str, str]:
     """Mutant name -> why it is equivalent, from ``NAME  reason`` lines (# starts a comment)."""
     listed = {}
@@ -77,6 +86,26 @@ def main() -> int:
                 print(f"  {found[name]}: {name}")
         if scored and score < TARGETS[part]:
             failed = True
+    print("per module: mutants, not checked, equivalent, killed of the checked rest, score")
+    for name in sorted({module(n) for n in found}):
+        names = [n for n in found if module(n) == name]
+        checked = [n for n in names if found[n] != "not checked" and n not in listed]
+        killed = sum(1 for n in checked if found[n] in DETECTED)
+        print(
+            f"  {name}: {len(names)} mutants, "
+            f"{sum(1 for n in names if found[n] == 'not checked')} not checked, "
+            f"{sum(1 for n in names if n in listed)} equivalent, {killed}/{len(checked)} killed"
+            + (f" ({killed / len(checked):.1%})" if checked else "")
+        )
+        partly = sorted(
+            {function(n) for n in names if found[n] == "not checked"}
+            & {function(n) for n in names if found[n] != "not checked"}
+        )
+        untouched = sorted({function(n) for n in names if found[n] == "not checked"} - set(partly))
+        if untouched:
+            print("    not checked at all: " + ", ".join(f.rpartition(".")[2] for f in untouched))
+        if partly:
+            print("    partly checked: " + ", ".join(f.rpartition(".")[2] for f in partly))
     print("each survivor: `.venv/bin/mutmut show NAME`; kill it or list it in " + str(EQUIVALENT))
     return 1 if failed else 0
 

@@ -146,3 +146,10 @@ def test_sealed_tokens_are_an_hmac_keystream_and_tag_under_the_request_id() -> N
     body = bytes(a ^ b for a, b in zip(b"".join(raws), stream, strict=True))
     tag = hmac.new(key, b"tag" + body, hashlib.sha256).digest()[:16]
     assert auth.seal_tokens(request_id, raws) == body + tag
+
+
+def test_a_watch_token_is_an_hmac_of_a_fixed_label_keyed_by_the_seat_token() -> None:
+    """Derived again on every CreateWatchToken: a change would hand out tokens whose stored
+    hashes the matches in flight do not hold."""
+    raw = hmac.new(b"seat-token", b"basra/watch-token", hashlib.sha256).digest()
+    assert auth.watch_token("seat-token") == base64.urlsafe_b64encode(raw).rstrip(b"=").decode()

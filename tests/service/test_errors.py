@@ -182,6 +182,10 @@ def test_version_mismatch_is_aborted_with_both_versions(
         "expected_version": str(view.version),
         "current_version": str(view.version + 1),
     }
+    assert r.message == (
+        f"expected version {view.version} but the match is at {view.version + 1}: "
+        "reload and decide again"
+    )
 
 
 def test_request_id_reused_for_another_request(store: redis.Redis, client: MatchClient) -> None:
@@ -198,7 +202,7 @@ def test_request_id_reused_for_another_request(store: redis.Redis, client: Match
         Code.INVALID_ARGUMENT,
         "REQUEST_ID_REUSED",
     )
-    assert "request_id" in r.field_violations
+    assert r.field_violations == {"request_id": "was already used for a different request"}
 
 
 @pytest.mark.parametrize(
@@ -294,6 +298,18 @@ def test_creation_input_is_checked(server: ServerThread) -> None:
     ]:
         r = Rejection.of(rpc_error(partial(stub.Deal, request)))
         assert (r.code, list(r.field_violations)) == (Code.INVALID_ARGUMENT, [field])
+    for creating, violation in [
+        (pb.CreateMatchRequest(rules="persian", seats=3, seat=3), {"seat": "must be 0..2"}),
+        (
+            pb.CreateMatchRequest(request_id="req-0001"),
+            {
+                "request_id": "must be a random UUID (version 4, e.g. "
+                "3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c) to create a match: it guards the seat tokens"
+            },
+        ),
+    ]:
+        r = Rejection.of(rpc_error(partial(stub.CreateMatch, creating)))
+        assert (r.code, r.field_violations) == (Code.INVALID_ARGUMENT, violation)
 
 
 @pytest.mark.parametrize("match_id", ["", "short", "x" * 65, "bad id with spaces!!"])
@@ -324,6 +340,7 @@ def test_unknown_match_is_not_found(client: MatchClient) -> None:
         "MATCH_NOT_FOUND",
         {"match_id": "A" * 22},
     )
+    assert r.message == f"no match {'A' * 22!r}: it never existed or has expired"
 
 
 def test_missing_malformed_wrong_and_foreign_tokens(
@@ -383,6 +400,10 @@ def test_creation_rate_is_limited_with_a_retry_delay(
     assert (r.code, r.reason) == (Code.RESOURCE_EXHAUSTED, "RATE_LIMITED")
     assert r.retry_after_s is not None
     assert 0 < r.retry_after_s <= 2
+    assert r.message == "too many matches created (per replica): retry later"
+    # The delay in whole milliseconds, the same in the metadata as in RetryInfo.
+    assert r.metadata == {"retry_after_s": str(r.retry_after_s), "scope": "replica"}
+    assert r.retry_after_s == round(r.retry_after_s, 3)
     # A retry of a creation already made is answered whatever the rate.
     _, again = MatchClient.create(server.channel, request_id=RATE_LIMITED_RETRY)
     assert again == first

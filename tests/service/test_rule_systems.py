@@ -341,6 +341,12 @@ def test_a_retry_older_than_the_kept_history_is_history_trimmed_and_changes_noth
         )
     )
     assert (rejection.code, rejection.reason) == (grpc.StatusCode.OUT_OF_RANGE, "HISTORY_TRIMMED")
+    assert rejection.message == (
+        "this request is older than the match history kept, so its response cannot be given "
+        "again: call GetMatch to see whether it was applied"
+    )
+    # The play made version 2 from version 1; versions 3..5 are kept.
+    assert rejection.metadata == {"after_version": "1", "oldest_version": "3"}
     assert store.get(keys.match_key(created.match_id)) == before
 
 

@@ -66,6 +66,7 @@ def test_a_watch_token_reads_the_public_view_score_and_events_and_nothing_else(
     assert view == seat_view  # the rest of the view is what every seat sees
     score = client.stub.Score(pb.ScoreRequest(match_id=client.match_id), metadata=spectator)
     assert score == client.score(0)
+    assert score.version == view.version == 5  # the version the scoreboard was read at
 
 
 def test_a_watch_token_cannot_play_list_plans_deal_or_mint_tokens(
@@ -94,6 +95,9 @@ def test_a_watch_token_cannot_play_list_plans_deal_or_mint_tokens(
             grpc.StatusCode.PERMISSION_DENIED,
             "WATCH_TOKEN_READ_ONLY",
             "basra.v1",
+        ), rpc
+        assert r.message == (
+            "a watch token only reads (GetMatch, Score, WatchMatch): this call needs a seat token"
         ), rpc
     assert client.view(0) == view  # nothing changed
 

@@ -194,6 +194,22 @@ def test_the_feed_reports_each_commit_of_a_followed_match_once_it_is_followed(
     run(make_store, scenario)
 
 
+def test_embedded_store_a_closed_feed_reports_nothing_more_and_the_others_go_on() -> None:
+    async def scenario(store: Store) -> None:
+        closed, open_ = store.feed(lambda: None), store.feed(lambda: None)
+        await store.create(new())
+        for feed in (closed, open_):
+            await feed.follow("M" * 22)
+        await closed.close()
+        await store.commit("M" * 22, commit(1))
+        assert await asyncio.wait_for(closed.changes(), 5) == []
+        changes = await asyncio.wait_for(open_.changes(), 5)
+        assert [(c.match_id, c.version) for c in changes] == [("M" * 22, 2)]
+        await open_.close()
+
+    run(lambda: MemoryStore(ttl_s=3600, events_maxlen=5), scenario)
+
+
 def test_events_of_many_matches_at_once(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         await store.create(new())
@@ -230,7 +246,7 @@ def test_embedded_store_expires_idle_matches_and_every_commit_restarts_the_clock
         assert await store.commit("M" * 22, commit(1))
         now[0] = 18
         assert await store.load("M" * 22) is not None
-        now[0] = 19.5
+        now[0] = 19  # the commit's instant plus the TTL: gone
         assert await store.load("M" * 22) is None
         assert (await store.events("M" * 22, 0)).oldest_version is None
 
@@ -343,12 +359,70 @@ def test_embedded_store_keeps_a_finished_match_only_for_the_finished_ttl() -> No
     async def scenario() -> None:
         await store.create(new())
         assert await store.commit("M" * 22, replace(commit(1), finished=True))
+        await store.create(new("O" * 22))
+        assert await store.commit("O" * 22, commit(1))  # not the final commit: the full TTL
         now[0] = 9.5
         assert await store.load("M" * 22) is not None
         now[0] = 10.5
         assert await store.load("M" * 22) is None
+        assert await store.load("O" * 22) is not None
 
     asyncio.run(scenario())
+
+
+def test_embedded_store_tells_the_followers_of_a_match_that_expired() -> None:
+    """Version 0: watchers read again and find the match gone."""
+    now = [0.0]
+    store = MemoryStore(ttl_s=10, events_maxlen=5, clock=lambda: now[0])
+
+    async def scenario() -> None:
+        feed = store.feed(lambda: None)
+        await store.create(new())
+        await feed.follow("M" * 22)
+        now[0] = 10
+        assert await store.load("M" * 22) is None
+        changes = await asyncio.wait_for(feed.changes(), 5)
+        assert [(c.match_id, c.version) for c in changes] == [("M" * 22, 0)]
+        await feed.close()
+
+    asyncio.run(scenario())
+
+
+def test_embedded_store_drops_expired_matches_at_every_1024th_creation() -> None:
+    """Matches nobody reads again are dropped too (memory stays bounded): every 1024 creations
+    the store sweeps, and the followers of what it dropped hear of it then, not before."""
+    now = [0.0]
+    store = MemoryStore(ttl_s=10, events_maxlen=5, clock=lambda: now[0])
+
+    async def scenario() -> None:
+        feed = store.feed(lambda: None)
+        await store.create(new())  # creation 1
+        await feed.follow("M" * 22)
+        now[0] = 10
+        for n in range(2, 1024):
+            assert await store.create(new(f"{n:022d}"))
+        waiting = asyncio.create_task(feed.changes())
+        await asyncio.sleep(0)
+        assert not waiting.done(), "swept before the 1024th creation"
+        assert await store.create(new("1024".zfill(22)))
+        changes = await asyncio.wait_for(waiting, 5)
+        assert [(c.match_id, c.version) for c in changes] == [("M" * 22, 0)]
+        await feed.close()
+
+    asyncio.run(scenario())
+
+
+def test_closing_a_feed_ends_a_wait_for_changes(make_store: StoreFactory) -> None:
+    async def scenario(store: Store) -> None:
+        feed = store.feed(lambda: None)
+        await store.create(new())
+        await feed.follow("M" * 22)
+        waiting = asyncio.create_task(feed.changes())
+        await asyncio.sleep(0)
+        await feed.close()
+        assert await asyncio.wait_for(waiting, 5) == []
+
+    run(make_store, scenario)
 
 
 def test_redis_store_sets_the_finished_ttl_on_both_keys_with_the_final_commit(
