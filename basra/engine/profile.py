@@ -140,6 +140,17 @@ class Profile:
         for points in (self.majority_points, self.basra_points):
             if not 0 <= points <= 255:
                 raise ValueError("majority_points and basra_points must be 0..255")
+        if self.buried and self.floor_cards:
+            # clean_floor puts a buried card back into the stock and draws the next one: there
+            # must be a stock (more than one deal a hand), and cards enough that no deal can
+            # leave only buried ones for the floor (else it would never be clean).
+            opening = self.seats * self.cards_per_deal
+            if dealt == opening:
+                raise ValueError("a buried card needs a stock to go back into: one deal a hand")
+            if DECK_SIZE - self.buried.bit_count() - opening < self.floor_cards:
+                raise ValueError(
+                    f"{self.buried.bit_count()} buried cards can leave no clean opening floor"
+                )
         if self.rubber_wins and (self.sides != 2 or self.final_target < 1):
             raise ValueError("a rubber needs two sides and a final target")
         if not 0 <= self.rubber_wins <= 9:

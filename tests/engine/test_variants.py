@@ -625,6 +625,11 @@ def test_a_buried_card_goes_anywhere_but_the_top_or_the_shown_bottom() -> None:
         ({"basra_points": 256}, "majority_points and basra_points must be 0..255"),
         ({"rubber_wins": 3}, "a rubber needs two sides and a final target"),
         ({"rubber_wins": 10, "final_target": 150}, "rubber_wins must be 0..9"),
+        (
+            {"seats": 4, "floor_cards": 8, "cards_per_deal": 11},
+            "a buried card needs a stock to go back into: one deal a hand",
+        ),
+        ({"buried": (1 << 52) - 8}, "49 buried cards can leave no clean opening floor"),
     ],
     ids=lambda v: str(v),
 )
@@ -633,6 +638,18 @@ def test_an_unplayable_profile_is_refused_with_its_reason(
 ) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         Profile("p", **fields)  # type: ignore[arg-type]
+
+
+def test_one_deal_a_hand_plays_when_no_card_is_buried() -> None:
+    """The refusal above is about burial only: with nothing to bury, or no floor, one deal of
+    all the cards is a playable hand (new_match used to crash on the buried case)."""
+    for fields in (
+        {"seats": 4, "floor_cards": 8, "cards_per_deal": 11, "buried": 0},
+        {"seats": 4, "floor_cards": 0, "cards_per_deal": 13},
+    ):
+        state, _ = new_match(7, Profile("p", **fields))  # type: ignore[arg-type]
+        assert len(state.stock) == 0
+        assert len(state.floor) == fields["floor_cards"]
 
 
 def test_each_field_at_its_limit_is_a_playable_profile() -> None:
