@@ -149,8 +149,14 @@ def test_nothing_is_allowed_after_the_match_is_won() -> None:
 
 def test_seed_out_of_range_is_invalid_input() -> None:
     for seed in (-1, 1 << 64):
-        with pytest.raises(InvalidInputError):
+        with pytest.raises(InvalidInputError) as refused:
             new_match(seed)
+        # The message and metadata reach the player word for word (google.rpc.ErrorInfo).
+        assert str(refused.value) == f"seed {seed} must be in 0..18446744073709551615"
+        assert refused.value.metadata == {"seed": str(seed)}
+    # The bounds themselves are seeds.
+    assert new_match(0)[0].seed == 0
+    assert new_match((1 << 64) - 1)[0].seed == (1 << 64) - 1
 
 
 # What a refused request tells its player: the service sends the message and the metadata as they

@@ -50,6 +50,13 @@ def test_rules_md_worked_examples(floor: str, card: str, expected: list[str]) ->
     assert plans_text(floor, card) == expected
 
 
+def test_a_seven_of_diamonds_sweep_shows_its_cards_by_rank_with_no_rank_match_first() -> None:
+    """The 7D takes the whole floor as one capture, not as a rank match: its cards are shown by
+    rank and suit alone (a 2 is no rank match to bring forward, nor a 7)."""
+    assert plans_text("5S 2D AC", "7D") == ["1: AC 2D 5S (basra) (sweep)"]
+    assert plans_text("7S 2D AC", "7D") == ["1: AC 2D 7S (basra) (sweep)"]
+
+
 def test_rule_empty_floor_every_card_trails_j_and_7d_included() -> None:
     assert all(capture_plans(0, card) == () for card in CARDS)
 

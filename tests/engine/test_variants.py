@@ -652,6 +652,20 @@ def test_one_deal_a_hand_plays_when_no_card_is_buried() -> None:
         assert len(state.floor) == fields["floor_cards"]
 
 
+def test_the_first_accepted_values_past_each_refusal_are_playable() -> None:
+    """One past each refusal above: a rubber's deciding game to 1 point, and 40 buried cards
+    (52 - 40 - one deal of 8 leaves exactly the 4 floor cards clean in the worst case)."""
+    rubber = Profile("p", rubber_wins=3, final_target=1)
+    assert (rubber.rubber_wins, rubber.final_target) == (3, 1)
+    buried = sum(1 << c for c in CARDS if c.rank >= 3)  # all but the aces, 2s and 3s
+    assert buried.bit_count() == 40
+    profile = Profile("p", buried=buried)
+    for seed in range(20):
+        state, _ = new_match(seed, profile)
+        assert len(state.floor) == 4
+        assert all(c.rank < 3 for c in state.floor)
+
+
 def test_each_field_at_its_limit_is_a_playable_profile() -> None:
     widest = Profile(
         "p",
