@@ -6,9 +6,12 @@ from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
+import redis
 
-from basra.client.match import MatchClient
+from basra.client.match import MatchClient, Rejection
 from basra.service.config import Settings
+from basra.service.errors import DOMAIN
+from tests.service.driver import snapshot
 from tests.support import ServerThread
 
 BASE = Settings(allow_seeds=True, metrics_port=None, health_interval_s=0.2, watch_poll_s=0.5)
@@ -59,3 +62,23 @@ def rpc_error(call: Callable[[], object]) -> grpc.RpcError:
     except grpc.RpcError as error:
         return error
     raise AssertionError("the call was expected to fail")
+
+
+def rejected(
+    store: redis.Redis,
+    client: MatchClient,
+    call: Callable[[], object],
+    code: grpc.StatusCode,
+    reason: str,
+) -> Rejection:
+    """Make the call, expect the rejection, and prove the stored match did not change (malformed
+    input must also name its field)."""
+    before = snapshot(store, client.match_id)
+    rejection = Rejection.of(rpc_error(call))
+    assert (rejection.code, rejection.reason) == (code, reason), rejection
+    assert rejection.domain == DOMAIN
+    assert snapshot(store, client.match_id) == before, "a rejected call changed the match"
+    if code is grpc.StatusCode.INVALID_ARGUMENT:
+        assert rejection.field_violations, "malformed input names its field"
+        assert rejection.metadata["field"] in rejection.field_violations
+    return rejection

@@ -16,11 +16,10 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from basra.client.match import MatchClient, Rejection, to_card
-from basra.service.errors import DOMAIN
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
-from tests.service.conftest import new_match, rpc_error
-from tests.service.driver import play_match, snapshot
+from tests.service.conftest import new_match, rejected, rpc_error
+from tests.service.driver import play_match
 from tests.support import ServerThread
 
 Code = grpc.StatusCode
@@ -35,17 +34,6 @@ def store(server: ServerThread) -> redis.Redis:
 @pytest.fixture
 def client(server: ServerThread) -> MatchClient:
     return new_match(server, seed=31)
-
-
-def rejected(
-    store: redis.Redis, client: MatchClient, call: Callable[[], object], code: Code, reason: str
-) -> Rejection:
-    """Make the call, expect the rejection, and prove the stored match did not change."""
-    before = snapshot(store, client.match_id)
-    rejection = Rejection.of(rpc_error(call))
-    assert (rejection.code, rejection.reason, rejection.domain) == (code, reason, DOMAIN), rejection
-    assert snapshot(store, client.match_id) == before, "a rejected call changed the match"
-    return rejection
 
 
 def first_move(client: MatchClient) -> tuple[int, game_pb2.Card, int, int]:

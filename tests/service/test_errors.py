@@ -12,13 +12,12 @@ import pytest
 import redis
 
 from basra.client.match import MatchClient, Rejection, card_pb, to_card
-from basra.service.errors import DOMAIN
 from basra.service.store import keys
 from basra.service.store.codec import encode_record
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
-from tests.service.conftest import new_match, rpc_error
-from tests.service.driver import play_match, snapshot, stored_record
+from tests.service.conftest import new_match, rejected, rpc_error
+from tests.service.driver import play_match, stored_record
 from tests.support import ServerThread
 
 RATE_LIMITED_RETRY = "5b0c7a3e-2f41-4d8e-9c6a-1e3f5a7b9d02"
@@ -34,21 +33,6 @@ def store(server: ServerThread) -> redis.Redis:
 @pytest.fixture
 def client(server: ServerThread) -> MatchClient:
     return new_match(server, seed=31)
-
-
-def rejected(
-    store: redis.Redis, client: MatchClient, call: Callable[[], object], code: Code, reason: str
-) -> Rejection:
-    """Make the call, expect the rejection, and prove the stored match did not change."""
-    before = snapshot(store, client.match_id)
-    rejection = Rejection.of(rpc_error(call))
-    assert (rejection.code, rejection.reason) == (code, reason), rejection
-    assert rejection.domain == DOMAIN
-    assert snapshot(store, client.match_id) == before, "a rejected call changed the match"
-    if code is Code.INVALID_ARGUMENT:
-        assert rejection.field_violations, "malformed input names its field"
-        assert rejection.metadata["field"] in rejection.field_violations
-    return rejection
 
 
 def seat_to_move(client: MatchClient) -> tuple[int, game_pb2.MatchView]:
