@@ -421,11 +421,10 @@ class Watchers:
                 try:
                     accesses = await self.store.watch_access(checks)
                 except Exception as exc:
-                    if not isinstance(exc, StoreUnavailableError):
-                        log.error("watch reader failed to read watch access", exc_info=exc)
                     recheck = checks
-                    await asyncio.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])
-                    failures += 1
+                    failures = await _pause(
+                        exc, failures, "watch reader failed to read watch access"
+                    )
                     continue
                 for match_id, access in accesses.items():
                     followed = self._matches.get(match_id)
@@ -444,11 +443,8 @@ class Watchers:
             except Exception as exc:
                 # Read again after a pause (the feed reports any change made meanwhile): the
                 # reader must outlive any failure, or every stream of the replica would wait.
-                if not isinstance(exc, StoreUnavailableError):
-                    log.error("watch reader failed to read events", exc_info=exc)
                 unread = reads
-                await asyncio.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])
-                failures += 1
+                failures = await _pause(exc, failures, "watch reader failed to read events")
                 continue
             failures = 0
             for match_id, page in pages.items():
@@ -477,3 +473,12 @@ class Watchers:
             followed.wake()
             return
         unread[change.match_id] = followed.latest
+
+
+async def _pause(exc: Exception, failures: int, message: str) -> int:
+    """After the reader's ``failures``-th failure in a row: log it unless the store is merely
+    unavailable, wait (longer as failures repeat), and answer the new count."""
+    if not isinstance(exc, StoreUnavailableError):
+        log.error(message, exc_info=exc)
+    await asyncio.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])
+    return failures + 1
