@@ -6,26 +6,36 @@ import asyncio
 import concurrent.futures
 import contextlib
 import random
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, TypeVar, cast
 
+import grpc
 import pytest
 import redis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
-from basra.client.match import MatchClient
+from basra.client.match import MatchClient, Rejection
+from basra.service import auth
 from basra.service.config import Settings
 from basra.service.store import keys
 from basra.service.store.base import EventPage, MatchRecord, WatchAccess
 from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
 from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import game_pb2
+from basra.v1 import basra_service_pb2_grpc, game_pb2
 from tests.load.watchers import Crowd, redis_connections
-from tests.service.driver import audit_replay, engine_replay, play_match, stored_state
+from tests.service.conftest import rpc_error
+from tests.service.driver import (
+    audit_replay,
+    engine_replay,
+    play_match,
+    stored_record,
+    stored_state,
+)
 from tests.support import (
     RedisClusterProcess,
     RedisProcess,
@@ -33,6 +43,8 @@ from tests.support import (
     StreamReader,
     wait_until,
 )
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -314,19 +326,35 @@ class HalfMoved:
     MIGRATEd. The server's client holds idle connections to the target, and no master knows
     the store's scripts (so a commit meets NOSCRIPT on the target and loads them again)."""
 
-    def __init__(self, cluster: RedisClusterProcess, seed: int) -> None:
+    def __init__(
+        self,
+        cluster: RedisClusterProcess,
+        seed: int,
+        *,
+        watched: bool = True,
+        store_timeout_s: float = 2.0,
+    ) -> None:
         self.cluster = cluster
         self.seed = seed
         self.server = ServerThread(
-            Settings(redis_url=cluster.url, redis_cluster=True, allow_seeds=True, metrics_port=None)
+            Settings(
+                redis_url=cluster.url,
+                redis_cluster=True,
+                allow_seeds=True,
+                metrics_port=None,
+                store_timeout_s=store_timeout_s,
+            )
         )
         self.client, _ = MatchClient.create(self.server.channel, seed=seed)
         self.rng = random.Random(seed)
         self.played = play_match(self.client, self.rng, stop=lambda v: v.version >= 3)
-        self.watch_token = self.client.watch_token(0)
+        # Unless ``watched``, the match has no watch key: no seat asked for a watch token.
+        self.watch_token = self.client.watch_token(0) if watched else ""
         self.version = self.client.view(0).version
         match_id = self.client.match_id
-        self.keys = [keys.match_key(match_id), keys.events_key(match_id), keys.watch_key(match_id)]
+        self.keys = [keys.match_key(match_id), keys.events_key(match_id)]
+        if watched:
+            self.keys.append(keys.watch_key(match_id))
         self.slot = key_slot(self.keys[0].encode())
         self.source = slot_owner(cluster, self.slot)
         self.target = next(n for n in cluster.nodes if n is not self.source)
@@ -440,5 +468,156 @@ def test_many_calls_in_flight_on_a_half_moved_slot_all_succeed(
         assert moved.client.view(0).version == version + 1
         stored, _ = moved.finish()
         assert stored == version + 1
+    finally:
+        moved.close()
+
+
+TRIES = 2 * AsyncRedisCluster.RedisClusterRequestTTL
+"""More refusals than redis-py's own retries of one command (16 tries) can meet: a call that
+is still waiting after these was retried by the store."""
+
+
+def refusals(node: RedisProcess, error: str = "TRYAGAIN") -> int:
+    """TRYAGAIN answers the node gave (a multi-key command on a slot it imports), or those of
+    another ``error``."""
+    stats = node.client().info("errorstats")
+    return int(stats.get(f"errorstat_{error}", {}).get("count", 0))
+
+
+def in_background(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """``call`` on a thread of its own; its future."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(call)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def cluster_settings(cluster: RedisClusterProcess, **overrides: Any) -> Settings:
+    return Settings(
+        redis_url=cluster.url, redis_cluster=True, allow_seeds=True, metrics_port=None, **overrides
+    )
+
+
+def create_match(channel: grpc.Channel, request_id: str) -> pb.CreateMatchResponse:
+    stub = basra_service_pb2_grpc.BasraServiceStub(channel)
+    response: pb.CreateMatchResponse = stub.CreateMatch(
+        pb.CreateMatchRequest(request_id=request_id, seed=3), timeout=60
+    )
+    return response
+
+
+def test_a_match_created_in_a_moving_slot_waits_for_the_move_and_is_created_once(
+    cluster: RedisClusterProcess,
+) -> None:
+    """CreateMatch whose new match id falls in a slot being moved (the target IMPORTING, the
+    source MIGRATING): the create script names keys that exist nowhere yet, which the target
+    refuses with TRYAGAIN. The call retries within its deadline, and once the move ends it
+    creates the match, once: one record, one event, and the same request_id answers the
+    same match and tokens."""
+    server = ServerThread(cluster_settings(cluster, store_timeout_s=30))
+    try:
+        request_id = str(uuid.uuid4())
+        match_id = auth.match_id_for(request_id)
+        slot = key_slot(keys.match_key(match_id).encode())
+        source = slot_owner(cluster, slot)
+        target = next(n for n in cluster.nodes if n is not source)
+        assert open_idle_connections(server, target, 4) >= 2
+        begin_slot_move(cluster, slot, target)
+        refused, bounced = refusals(target), refusals(target, "MOVED")
+        call = in_background(lambda: create_match(server.channel, request_id))
+        wait_until(lambda: refusals(target) > refused + TRIES or call.done(), what="TRYAGAINs")
+        assert not call.done(), call.exception()  # waiting for the move, not failed
+        # Each try after a refusal goes back to the target with ASKING: none is sent there
+        # without it (which the target answers MOVED, back to the source).
+        assert refusals(target, "MOVED") == bounced
+        end_slot_move(cluster, slot, source, target)
+        created = call.result(30)
+        assert created.match_id == match_id
+        direct = RedisCluster.from_url(cluster.url)
+        try:
+            record = stored_record(cast(redis.Redis, direct), match_id)
+            assert record.version == 1
+            assert direct.xlen(keys.events_key(match_id)) == 1
+        finally:
+            direct.close()
+        again = create_match(server.channel, request_id)
+        assert again.match_id == match_id
+        assert list(again.seat_tokens) == list(created.seat_tokens)
+    finally:
+        server.stop()
+
+
+def test_a_create_in_a_slot_still_moving_at_its_deadline_is_unavailable_and_retryable(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A slot that stays half-moved past the store deadline: CreateMatch answers
+    UNAVAILABLE/STORE_UNAVAILABLE (nothing created); retried with the same request_id once the
+    slot has moved, it creates the match."""
+    server = ServerThread(cluster_settings(cluster, store_timeout_s=0.5))
+    try:
+        request_id = str(uuid.uuid4())
+        match_id = auth.match_id_for(request_id)
+        slot = key_slot(keys.match_key(match_id).encode())
+        source = slot_owner(cluster, slot)
+        target = next(n for n in cluster.nodes if n is not source)
+        begin_slot_move(cluster, slot, target)
+        refused = refusals(target)
+        rejection = Rejection.of(rpc_error(lambda: create_match(server.channel, request_id)))
+        assert (rejection.code, rejection.reason) == (
+            grpc.StatusCode.UNAVAILABLE,
+            "STORE_UNAVAILABLE",
+        )
+        assert refusals(target) > refused
+        for node in (source, target):
+            held = node.client().execute_command("CLUSTER", "GETKEYSINSLOT", slot, 10)  # type: ignore[no-untyped-call]
+            assert keys.match_key(match_id).encode() not in held
+        end_slot_move(cluster, slot, source, target)
+        assert create_match(server.channel, request_id).match_id == match_id
+    finally:
+        server.stop()
+
+
+def test_the_first_watch_token_of_a_match_in_a_moving_slot_waits_for_the_move(
+    cluster: RedisClusterProcess,
+) -> None:
+    """CreateWatchToken of a match with no watch key yet, its slot half moved: the swap script
+    names the missing watch key, which the importing master refuses with TRYAGAIN. The call
+    waits for the move and succeeds once: the token works, and asked again it is the same."""
+    moved = HalfMoved(cluster, seed=7, watched=False, store_timeout_s=30)
+    try:
+        refused = refusals(moved.target)
+        call = in_background(lambda: moved.client.watch_token(0))
+        wait_until(
+            lambda: refusals(moved.target) > refused + TRIES or call.done(), what="TRYAGAINs"
+        )
+        assert not call.done(), call.exception()
+        moved.finish()
+        token = call.result(30)
+        assert moved.client.watch_token(0) == token
+        spectator = events_up_to(moved.client, 0, moved.version, watch_token=token)
+        assert spectator[-1].version == moved.version
+    finally:
+        moved.close()
+
+
+def test_the_first_revocation_of_a_match_in_a_moving_slot_waits_for_the_move(
+    cluster: RedisClusterProcess,
+) -> None:
+    """RevokeWatchTokens of a match with no watch key yet, its slot half moved: it waits for
+    the move like CreateWatchToken and succeeds once (the seat's new token is the one kept)."""
+    moved = HalfMoved(cluster, seed=8, watched=False, store_timeout_s=30)
+    try:
+        refused = refusals(moved.target)
+        call = in_background(lambda: moved.client.revoke_watch_tokens(1))
+        wait_until(
+            lambda: refusals(moved.target) > refused + TRIES or call.done(), what="TRYAGAINs"
+        )
+        assert not call.done(), call.exception()
+        moved.finish()
+        token = call.result(30)
+        assert moved.client.watch_token(1) == token
+        spectator = events_up_to(moved.client, 0, moved.version, watch_token=token)
+        assert spectator[-1].version == moved.version
     finally:
         moved.close()

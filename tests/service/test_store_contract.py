@@ -463,7 +463,7 @@ def test_redis_store_call_stays_cancelled_when_the_command_swallows_the_cancella
     async def scenario() -> None:
         store = RedisStore(redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=30)
         try:
-            call = asyncio.create_task(store._call(swallowing()))
+            call = asyncio.create_task(store._call(swallowing))
             await asyncio.sleep(0)  # the command is under way
             call.cancel()
             with pytest.raises(asyncio.CancelledError):

@@ -9,7 +9,10 @@ WatchMatch readers, see ``service.store.redis_feed``). A replica that remembers 
 (the servicer's RecordCache) plays from it and sends only the script, which answers the current
 record when the match moved on: one round trip per play on a warm replica, two on a cold one.
 Every call has a deadline; past it, or on any connection fault, the call raises
-StoreUnavailableError.
+StoreUnavailableError. On a Redis Cluster a script refused while its slot moves (TRYAGAIN:
+the master importing the slot does not hold all the keys it names yet) ran nowhere, and is sent
+again after a short back-off until the slot has moved or the deadline has passed
+(``_settled``).
 
 On a standalone or Sentinel-fronted Redis every call's commands (load, create, commit, events,
 watch access, ping) go through the store's own pipelined client (``service.store.resp``: one
@@ -22,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ssl
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -192,19 +195,26 @@ class RedisStore:
                 self._redis.connection_pool, size=pool_size, timeout_s=timeout_s
             )
 
-    async def _call(self, operation: Any) -> Any:
+    async def _call(self, operation: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``operation()`` within the call's deadline, again while a Cluster slot it names
+        is moving (see ``_settled``)."""
         task = asyncio.current_task()
+        moving: list[BaseException] = []
         try:
             async with asyncio.timeout(self._timeout_s):
                 # At most pool_size calls at once; the others queue here, within the deadline.
                 async with self._slots:
-                    result = await operation
+                    result = await _settled(operation, moving)
         except redis_errors.OutOfMemoryError as exc:
             raise StoreFullError(str(exc)) from None
         except _UNAVAILABLE as exc:
             if task is not None and task.cancelling():
                 # The call was cancelled (its client left): not a store fault.
                 raise asyncio.CancelledError from exc
+            if isinstance(exc, TimeoutError) and moving:
+                raise StoreUnavailableError(
+                    f"a slot of the match was still moving at the deadline: {moving[-1]}"
+                ) from moving[-1]
             raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
         if task is not None and task.cancelling():
             # redis-py can swallow a cancellation that lands mid-command and answer normally: the
@@ -226,7 +236,7 @@ class RedisStore:
         if self._pipes is not None:
             data = await self._pipes.execute(b"GET", keys.match_key(match_id))
         else:
-            data = await self._call(self._redis.get(keys.match_key(match_id)))
+            data = await self._call(lambda: self._redis.get(keys.match_key(match_id)))
         return None if data is None else decode_record(match_id, data)
 
     async def create(self, new: NewMatch) -> bool:
@@ -242,7 +252,7 @@ class RedisStore:
         if self._pipes is not None:
             created = await self._script(_CREATE_SCRIPT, names, args)
         else:
-            created = await self._call(self._create(keys=names, args=args))
+            created = await self._call(lambda: self._create(keys=names, args=args))
         return bool(created)
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
@@ -267,7 +277,7 @@ class RedisStore:
         if self._pipes is not None:
             applied = await self._script(_COMMIT_SCRIPT, names, args)
         else:
-            applied = await self._call(self._commit(keys=names, args=args))
+            applied = await self._call(lambda: self._commit(keys=names, args=args))
         if applied == 1:
             return True, None
         return False, decode_record(match_id, applied) if applied else None
@@ -293,12 +303,16 @@ class RedisStore:
                     raise reply
                 found.append([(e[0], _fields(e[1])) for e in reply])
         else:  # on a Cluster, redis-py's pipeline: one per node
-            pipe = self._redis.pipeline(transaction=False)
-            for match_id, version in after.items():
-                key = keys.events_key(match_id)
-                pipe.xrange(key, "-", "+", count=1)
-                pipe.xrange(key, "(" + keys.stream_id(version), "+")
-            found = await self._call(pipe.execute())
+
+            def read() -> Awaitable[list[Any]]:
+                pipe = self._redis.pipeline(transaction=False)
+                for match_id, version in after.items():
+                    key = keys.events_key(match_id)
+                    pipe.xrange(key, "-", "+", count=1)
+                    pipe.xrange(key, "(" + keys.stream_id(version), "+")
+                return pipe.execute()
+
+            found = await self._call(read)
         pages = {}
         for index, match_id in enumerate(after):
             first, entries = found[2 * index], found[2 * index + 1]
@@ -324,10 +338,14 @@ class RedisStore:
                     raise reply
                 found.append(reply)
         else:
-            pipe = self._redis.pipeline(transaction=False)
-            for match_id in match_ids:
-                pipe.get(keys.watch_key(match_id))
-            found = await self._call(pipe.execute())
+
+            def read() -> Awaitable[list[Any]]:
+                pipe = self._redis.pipeline(transaction=False)
+                for match_id in match_ids:
+                    pipe.get(keys.watch_key(match_id))
+                return pipe.execute()
+
+            found = await self._call(read)
         return {
             match_id: None if data is None else decode_watch_access(data)
             for match_id, data in zip(match_ids, found, strict=True)
@@ -353,7 +371,7 @@ class RedisStore:
         if self._pipes is not None:
             swapped = await self._script(_SWAP_WATCH_SCRIPT, names, args)
         else:
-            swapped = await self._call(self._swap_watch(keys=names, args=args))
+            swapped = await self._call(lambda: self._swap_watch(keys=names, args=args))
         return bool(swapped)
 
     def feed(self, on_reconnect: Callable[[], None]) -> RedisFeed:
@@ -371,7 +389,7 @@ class RedisStore:
         if self._pipes is not None:
             await self._pipes.execute(b"SET", keys.PROBE, b"1", b"PX", 60_000)
         else:
-            await self._call(self._redis.set(keys.PROBE, b"1", px=60_000))
+            await self._call(lambda: self._redis.set(keys.PROBE, b"1", px=60_000))
 
     async def close(self) -> None:
         for feed in self._feeds:
@@ -385,9 +403,43 @@ class RedisStore:
 
     async def memory_usage(self, match_id: str) -> tuple[int, int]:
         """Bytes Redis uses for the match record and for its event stream (benchmarks)."""
-        record = await self._call(self._redis.memory_usage(keys.match_key(match_id), samples=0))
-        stream = await self._call(self._redis.memory_usage(keys.events_key(match_id), samples=0))
+        redis = self._redis
+        record = await self._call(lambda: redis.memory_usage(keys.match_key(match_id), samples=0))
+        stream = await self._call(lambda: redis.memory_usage(keys.events_key(match_id), samples=0))
         return int(record or 0), int(stream or 0)
+
+
+async def _settled(operation: Callable[[], Awaitable[Any]], moving: list[BaseException]) -> Any:
+    """``operation()``, run again after a short back-off as long as a Redis Cluster slot it
+    names is moving and a master refused it (the caller's deadline ends this).
+
+    While a slot moves, a master refuses a multi-key command (the create, commit and
+    watch-access scripts) with TRYAGAIN: the master importing the slot unless it holds every
+    key the command names (a match still being created has none; a match's watch key may not
+    exist yet), the source when it holds some of them only (their MIGRATE is under way).
+    Nothing ran, so the Redis Cluster specification has clients retry after some time; the
+    move ends with ``CLUSTER SETSLOT ... NODE``, after which the command runs on the new
+    master. redis-py retries TRYAGAIN itself for a while (up to 16 tries, the last ones 50 ms
+    apart) and then gives up with ClusterError "TTL exhausted", which this retries as well: it
+    is raised only after redirections and refusals, never after a command ran. Each refusal
+    is appended to ``moving``, for the error the caller raises at its deadline."""
+    delay = _SLOT_MOVING_FIRST_S
+    while True:
+        try:
+            return await operation()
+        except redis_errors.TryAgainError as exc:
+            moving.append(exc)
+        except redis_errors.ClusterError as exc:
+            if str(exc) != "TTL exhausted.":
+                raise
+            moving.append(exc)
+        await asyncio.sleep(delay)
+        delay = min(2 * delay, _SLOT_MOVING_MAX_S)
+
+
+_SLOT_MOVING_FIRST_S: Final = 0.01
+_SLOT_MOVING_MAX_S: Final = 0.1
+"""Back-off between tries of a command refused while its slot moves (then doubled, capped)."""
 
 
 SENTINEL_SCHEMES: Final = ("redis+sentinel://", "rediss+sentinel://")

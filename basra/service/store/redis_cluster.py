@@ -26,6 +26,15 @@ command's reply, and ASKING's reply is read and checked before the command's. No
 sees the note (a context variable, bound to the task), so calls in flight at once cannot take
 each other's allowance. Pipelines follow, as redis-py resends a pipeline's redirected commands
 one by one through the same path.
+
+The importing master may also refuse the ASK-redirected command: a multi-key command (the
+store's scripts) some of whose keys it does not hold yet is answered ``TRYAGAIN``, and nothing
+runs. redis-py then sends the command again to the same node, but without ASKING, which that
+node answers ``MOVED`` back to the source (and every fifth MOVED makes redis-py drop all its
+connections and reload the slot map). So a TRYAGAIN answering a folded command owes the task
+ASKING again for that node: the retry carries it, and waits on the target until the keys are
+there or the slot has moved (``RedisStore`` retries past redis-py's own tries, within the
+call's deadline).
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from typing import Any, Final
 
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection, Connection
-from redis.exceptions import ResponseError
+from redis.exceptions import ResponseError, TryAgainError
 
 # A lone ASKING as ClusterNode.execute_command("ASKING") writes it. Batches that carry ASKING
 # among other commands (redis-py's HIMPORT SET, its transactions) already pair it themselves
@@ -111,6 +120,20 @@ class _FoldsAsking(Connection):
                 await super().read_response(
                     disable_decoding=True, disconnect_on_error=disconnect_on_error
                 )
+                raise
+            try:
+                return await super().read_response(
+                    disable_decoding,
+                    timeout,
+                    disconnect_on_error=disconnect_on_error,
+                    push_request=push_request,
+                )
+            except TryAgainError:
+                # The importing master refused a multi-key command some of whose keys it does
+                # not hold yet; nothing ran. redis-py sends it again to this node, where only
+                # ASKING lets it in: the allowance is owed again, or the node answers MOVED
+                # back to the source and every retry costs an ASK and a MOVED.
+                _OWED.set((asyncio.current_task(), self.host, self.port))
                 raise
         return await super().read_response(
             disable_decoding,
