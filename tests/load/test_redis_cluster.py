@@ -36,6 +36,7 @@ from tests.service.driver import (
     stored_record,
     stored_state,
 )
+from tests.service.test_store_contract import watch_key_lives_as_long_as_the_match
 from tests.support import (
     RedisClusterProcess,
     RedisProcess,
@@ -619,5 +620,67 @@ def test_the_first_revocation_of_a_match_in_a_moving_slot_waits_for_the_move(
         assert moved.client.watch_token(1) == token
         spectator = events_up_to(moved.client, 0, moved.version, watch_token=token)
         assert spectator[-1].version == moved.version
+    finally:
+        moved.close()
+
+
+def test_the_watch_key_lives_as_long_as_the_match_on_a_cluster(
+    cluster: RedisClusterProcess,
+) -> None:
+    """The store contract's watch-key lifetime on a three-master cluster (the commit's PEXPIRE
+    of the watch key goes in one pipeline with its script, to the match's master)."""
+    direct = RedisCluster.from_url(cluster.url)
+
+    async def scenario() -> None:
+        store = RedisStore(
+            cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2, finished_ttl_s=60
+        )
+        try:
+            await watch_key_lives_as_long_as_the_match(store, direct)
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        direct.close()
+
+
+def expiry_lag(cluster: RedisClusterProcess, match_id: str) -> int:
+    """How much later than its record the match's watch key expires, in ms."""
+    direct = RedisCluster.from_url(cluster.url)
+    try:
+        watch = int(direct.pexpiretime(keys.watch_key(match_id)))
+        return watch - int(direct.pexpiretime(keys.match_key(match_id)))
+    finally:
+        direct.close()
+
+
+def test_a_play_on_a_half_moved_slot_refreshes_the_watch_key_too(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A play on a half-moved match gives its moved watch key the match's new expiry (the
+    PEXPIRE follows the script's ASK to the importing master)."""
+    moved = HalfMoved(cluster, seed=9)
+    try:
+        moved.play_once()
+        moved.finish()
+        assert 0 <= expiry_lag(cluster, moved.client.match_id) < 1_000
+    finally:
+        moved.close()
+
+
+def test_a_play_on_a_half_moved_match_without_a_watch_key_is_not_refused(
+    cluster: RedisClusterProcess,
+) -> None:
+    """The commit script names the record and the events only, both moved: the importing
+    master runs it at once (a missing watch key named by the script would have it answer
+    TRYAGAIN until the move ends), and the watch key's PEXPIRE finds no key, harmlessly."""
+    moved = HalfMoved(cluster, seed=10, watched=False)
+    try:
+        refused = refusals(moved.target)
+        moved.play_once()
+        assert refusals(moved.target) == refused
+        moved.finish()
     finally:
         moved.close()

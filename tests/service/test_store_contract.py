@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import Any, Protocol
 
 import pytest
 import redis
@@ -444,6 +445,109 @@ def test_redis_store_sets_the_finished_ttl_on_both_keys_with_the_final_commit(
                 assert 0 < direct.pttl(key) <= 60_000
         finally:
             await store.close()
+
+    asyncio.run(scenario())
+
+
+class Expiries(Protocol):
+    """What the tests read and set of a key's expiry: redis.Redis and redis.cluster.RedisCluster."""
+
+    def pttl(self, name: str) -> Any: ...
+
+    def pexpire(self, name: str, time: int) -> Any: ...
+
+    def pexpiretime(self, key: str) -> Any: ...
+
+    def delete(self, *names: str) -> Any: ...
+
+
+def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) -> Awaitable[None]:
+    """The watch key expires with the match's other keys: it takes the match's remaining
+    lifetime when made, every commit gives it the match's new idle or finished expiry (also a
+    commit made long after the last watch-token call), and a commit that lost its race leaves
+    it with the match's. ``store``'s idle TTL is 100 s, its finished TTL 60 s; the match's keys
+    are made to expire sooner (PEXPIRE) in place of waiting."""
+    mid = "W" * 22
+    record, events, watch = keys.match_key(mid), keys.events_key(mid), keys.watch_key(mid)
+    access = WatchAccess(b"s" * 16, (b"h" * 32, b""))
+
+    def lag() -> int:
+        """How much later than the record the watch key expires, in ms: the commit's PEXPIRE of
+        the watch key runs right after its script."""
+        return int(direct.pexpiretime(watch)) - int(direct.pexpiretime(record))
+
+    async def scenario() -> None:
+        await store.create(new(mid))
+        for key in (record, events):
+            direct.pexpire(key, 5_000)  # the match idle for all but 5 s of its TTL
+        assert await store.swap_watch_access(mid, None, access, finished=False, revoke=False)
+        assert 0 < direct.pttl(record) <= 5_000
+        assert lag() == 0  # the match's own expiry, from the same script
+        # Played on after the watch key was made: each play gives it the match's idle TTL.
+        assert await store.commit(mid, commit(1))
+        assert direct.pttl(record) > 99_000
+        assert 0 <= lag() < 1_000
+        for key in (record, events, watch):
+            direct.pexpire(key, 5_000)
+        assert await store.commit(mid, commit(2))
+        assert direct.pttl(record) > 99_000
+        assert 0 <= lag() < 1_000
+        # A commit that lost its race (a stale version) and would have ended the match: the
+        # watch key keeps the match's expiry, not the finished one.
+        assert not await store.commit(mid, replace(commit(1), finished=True))
+        assert direct.pttl(record) > 98_000
+        assert lag() == 0  # the match's own expiry, read by the script
+        # The final play: the watch key expires with the record, after the finished TTL.
+        assert await store.commit(mid, replace(commit(3), finished=True))
+        assert 0 < direct.pttl(record) <= 60_000
+        assert 0 <= lag() < 1_000
+        assert (await store.watch_access((mid,)))[mid] == access
+        # Had the match gone a moment before its watch key, a commit would find it gone and
+        # remove the watch key instead of giving it a new lifetime.
+        direct.delete(record, events)
+        assert not await store.commit(mid, commit(4))
+        assert direct.pttl(watch) == -2
+
+    return scenario()
+
+
+def test_redis_store_keeps_the_watch_key_as_long_as_the_match(redis_url: str) -> None:
+    direct = redis.Redis.from_url(redis_url)
+
+    async def scenario() -> None:
+        store = RedisStore(
+            redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=2, finished_ttl_s=60
+        )
+        try:
+            await watch_key_lives_as_long_as_the_match(store, direct)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+    direct.close()
+
+
+def test_embedded_store_keeps_the_watch_access_as_long_as_the_match() -> None:
+    """The embedded store keeps the access with the match: it goes when the match expires,
+    after the idle TTL from the last commit or the finished TTL from the final one."""
+    now = [0.0]
+    store = MemoryStore(ttl_s=100, events_maxlen=5, clock=lambda: now[0], finished_ttl_s=60)
+    mid = "M" * 22
+    access = WatchAccess(b"s" * 16, (b"h" * 32, b""))
+
+    async def scenario() -> None:
+        await store.create(new())
+        assert await store.swap_watch_access(mid, None, access, finished=False, revoke=False)
+        for version in (1, 2):  # played on for longer than the idle TTL after the swap
+            now[0] += 90
+            assert await store.commit(mid, commit(version))
+        now[0] += 90
+        assert (await store.watch_access((mid,)))[mid] == access
+        assert await store.commit(mid, replace(commit(3), finished=True))
+        now[0] += 59
+        assert (await store.watch_access((mid,)))[mid] == access
+        now[0] += 1
+        assert (await store.watch_access((mid,)))[mid] is None
 
     asyncio.run(scenario())
 

@@ -94,8 +94,8 @@ class Commit:
     record: MatchRecord
     entry: EventEntry
     finished: bool = False
-    """The change ends the match: both keys then expire after the store's finished TTL (short)
-    instead of its idle TTL, set by the same atomic write."""
+    """The change ends the match: its keys (record, events, watch access) then expire after the
+    store's finished TTL (short) instead of its idle TTL, set by the same write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,12 +161,11 @@ class Store(Protocol):
         """Replace the match's watch access if it is still ``expected`` (as ``watch_access``
         answered it; None: none kept); False when it is not, or the match is gone (read again).
 
-        The access is kept at least as long as the match would live without another change (and
-        the idle TTL from now when it is not ``finished``); a match that keeps changing for
-        longer than the idle TTL after the last swap may outlive it on Redis, and then has none
-        (every watch token under it stops working: closed, never open). With ``revoke`` the
-        match's followers are told (a change of version 0), so WatchMatch streams of revoked
-        tokens end.
+        The access is kept exactly as long as the match: it takes the match's remaining
+        lifetime, and every later commit gives it the match's new one (idle or finished), so
+        ``finished`` changes nothing (callers may still pass it). With ``revoke`` the match's
+        followers are told (a change of version 0), so WatchMatch streams of revoked tokens
+        end.
         """
         ...
 

@@ -32,7 +32,9 @@ def events_key(match_id: str) -> str:
 
 def watch_key(match_id: str) -> str:
     """The string holding the match's watch access (service.store.codec): apart from the
-    record, so that a commit made from a record read before a revocation cannot undo it."""
+    record, so that a commit made from a record read before a revocation cannot undo it. Made
+    by the first watch-token call, it expires with the match's other keys (each commit sends
+    it the match's new expiry: see service.store.redis)."""
     return f"{PREFIX}:{{{match_id}}}:watch"
 
 

@@ -3,21 +3,24 @@
 A match is a string (``keys.match_key``, see ``service.store.codec``) and a capped stream
 (``keys.events_key``) under one hash tag, plus its watch access (``keys.watch_key``) once a seat
 asked for a watch token. Loading is one GET; every change is one Lua script that
-compares the version prefix, replaces the record, appends the event entry and restarts the idle
-expiry of both keys, and publishes the new version on the match's shard channel (the wake-up of
-WatchMatch readers, see ``service.store.redis_feed``). A replica that remembers a match's record
-(the servicer's RecordCache) plays from it and sends only the script, which answers the current
+compares the version prefix, replaces the record, appends the event entry and restarts the
+expiry of both keys (the idle TTL, or the finished TTL for the change that ends the match), and
+publishes the new version on the match's shard channel (the wake-up of WatchMatch readers, see
+``service.store.redis_feed``), followed in the same write by a PEXPIRE giving the watch key the
+same expiry (the script cannot name that key: see ``_COMMIT``). The watch key thus expires with
+the match: made, it takes the record's expiry. A replica that remembers a match's record (the
+servicer's RecordCache) plays from it and sends only the script, which answers the current
 record when the match moved on: one round trip per play on a warm replica, two on a cold one.
 Every call has a deadline; past it, or on any connection fault, the call raises
-StoreUnavailableError. On a Redis Cluster a script refused while its slot moves (TRYAGAIN:
-the master importing the slot does not hold all the keys it names yet) ran nowhere, and is sent
-again after a short back-off until the slot has moved or the deadline has passed
-(``_settled``).
+StoreUnavailableError. On a Redis Cluster a script refused while its slot moves (TRYAGAIN: a
+master holds only some of the keys it names) ran nowhere, and is sent again after a short
+back-off until the slot has moved or the deadline has passed (``_settled``).
 
 On a standalone or Sentinel-fronted Redis every call's commands (load, create, commit, events,
 watch access, ping) go through the store's own pipelined client (``service.store.resp``: one
-write and one future per command, on at most ``pool_size`` shared connections that redis-py
-opens); the change feed and a Redis Cluster use redis-py.
+write and one future per command, the commit's PEXPIRE riding in the script's write, on at most
+``pool_size`` shared connections that redis-py opens); the change feed and a Redis Cluster use
+redis-py.
 """
 
 from __future__ import annotations
@@ -82,13 +85,18 @@ return 1
 
 # KEYS: match record, events stream. ARGV: ttl ms, maxlen, expected version (8-byte prefix),
 # new version, new record, wake channel, then the entry's field/value pairs. Answers 1 when
-# applied; else the current record (another change won the race: the caller decides again
-# without a GET), or 0 when the match is gone.
-# The wake channel is no key (it shares the match's hash tag, so its slot): a declared key that
-# never exists makes the master importing the match's slot answer TRYAGAIN (a multi-key
-# command with a missing key) to every commit until the slot has moved.
+# applied; else the current record (false when the match is gone: another change won the race,
+# and the caller decides again without a GET) and its PEXPIRETIME, for the watch key (see
+# RedisStore.commit_or_current).
+# The wake channel is no key (it shares the match's hash tag, so its slot), nor is the watch
+# key: a declared key that does not exist makes the master importing the match's slot answer
+# TRYAGAIN (a multi-key command with a missing key) to every commit until the slot has moved,
+# and most matches never have a watch key. The watch key's expiry is set by a PEXPIRE sent
+# right after this script, in the same write.
 _COMMIT: Final = """
-if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then return redis.call('GET', KEYS[1]) or 0 end
+if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then
+  return {redis.call('GET', KEYS[1]), redis.call('PEXPIRETIME', KEYS[1])}
+end
 redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 7))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
@@ -96,22 +104,20 @@ redis.call('SPUBLISH', ARGV[6], ARGV[4])
 return 1
 """
 
-# KEYS: match record, watch access. ARGV: expected access ("" for none), new access, idle ttl
-# ms ("" when the match is finished), "1" to announce a revocation, wake channel (no key: see
-# _COMMIT). Answers 1 when swapped, 0 when the access is not the expected one or the match is
-# gone. The access lives as long as the match would without another change, and the idle TTL
-# at least unless the match is finished.
+# KEYS: match record, watch access. ARGV: expected access ("" for none), new access, "1" to
+# announce a revocation, wake channel (no key: see _COMMIT). Answers 1 when swapped, 0 when the
+# access is not the expected one or the match is gone. The access expires when the match does,
+# at the same instant (each commit then gives both the same new expiry).
 _SWAP_WATCH: Final = """
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl == -2 then return 0 end
+local at = redis.call('PEXPIRETIME', KEYS[1])
+if at == -2 then return 0 end
 if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return 0 end
-if ARGV[3] ~= '' and ttl < tonumber(ARGV[3]) then ttl = tonumber(ARGV[3]) end
-if ttl > 0 then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+if at > 0 then
+  redis.call('SET', KEYS[2], ARGV[2], 'PXAT', at)
 else
   redis.call('SET', KEYS[2], ARGV[2])
 end
-if ARGV[4] == '1' then redis.call('SPUBLISH', ARGV[5], '0') end
+if ARGV[3] == '1' then redis.call('SPUBLISH', ARGV[4], '0') end
 return 1
 """
 
@@ -183,7 +189,6 @@ class RedisStore:
                 url, max_connections=pool_size, health_check_interval=30, **options
             )
         self._create = self._redis.register_script(_CREATE)
-        self._commit = self._redis.register_script(_COMMIT)
         self._swap_watch = self._redis.register_script(_SWAP_WATCH)
         # Standalone and Sentinel: every call but memory_usage goes through the store's
         # pipelined client, on connections redis-py opens (service.store.resp). A Cluster
@@ -222,14 +227,48 @@ class RedisStore:
             raise asyncio.CancelledError
         return result
 
-    async def _script(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
+    async def _script(
+        self,
+        script: _Script,
+        keys: list[str],
+        args: list[Any],
+        *,
+        then: tuple[bytes | str | int, ...] | None = None,
+    ) -> Any:
         """Run a script by its SHA-1 on the pipelined client, sending its source only when
-        Redis does not hold it (after a restart): one round trip, nearly always."""
+        Redis does not hold it (after a restart): one round trip, nearly always. ``then`` is
+        a command sent right behind it, in the same write on the same connection; its reply
+        is read and dropped."""
         assert self._pipes is not None
-        try:
-            return await self._pipes.execute(b"EVALSHA", script.sha, len(keys), *keys, *args)
-        except NoScriptError:  # nothing ran: EVAL runs it and keeps it for the next EVALSHA
-            return await self._pipes.execute(b"EVAL", script.source, len(keys), *keys, *args)
+        for run, body in ((b"EVALSHA", script.sha), (b"EVAL", script.source)):
+            call = (run, body, len(keys), *keys, *args)
+            if then is None:
+                ran = self._pipes.execute(*call)
+            else:
+                ran, after = self._pipes.execute_together(call, then)
+                after.add_done_callback(_dropped)
+            try:
+                return await ran
+            except NoScriptError:  # nothing ran: EVAL runs it and keeps it for the next EVALSHA
+                continue
+        raise AssertionError("EVAL never answers NOSCRIPT")
+
+    async def _cluster_script(
+        self, script: _Script, keys: list[str], args: list[Any], then: tuple[bytes | str | int, ...]
+    ) -> Any:
+        """``_script`` on a Redis Cluster: the script and ``then`` in one pipeline, so one
+        write to the match's master (redis-py sends a redirected command again on its own)."""
+        for run, body in (("EVALSHA", script.sha), ("EVAL", script.source)):
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.execute_command(run, body, len(keys), *keys, *args)
+            pipe.execute_command(*then)
+            ran, _ = await pipe.execute(raise_on_error=False)
+            if isinstance(ran, redis_errors.NoScriptError):
+                continue
+            if isinstance(ran, Exception):
+                raise ran
+            return ran
+        raise AssertionError("EVAL never answers NOSCRIPT")
 
     async def load(self, match_id: str) -> MatchRecord | None:
         data: bytes | None
@@ -263,8 +302,9 @@ class RedisStore:
         self, match_id: str, commit: Commit
     ) -> tuple[bool, MatchRecord | None]:
         names = [keys.match_key(match_id), keys.events_key(match_id)]
+        ttl_ms = self._finished_ttl_ms if commit.finished else self._ttl_ms
         args = [
-            self._finished_ttl_ms if commit.finished else self._ttl_ms,
+            ttl_ms,
             self._maxlen,
             version_prefix(commit.expected_version),
             commit.record.version,
@@ -274,13 +314,39 @@ class RedisStore:
             keys.wake_channel(match_id),
             *_entry_fields(commit.entry),
         ]
+        # The watch key (when the match has one) gets the match's new expiry from a PEXPIRE
+        # right behind the script, in the same write: no round trip of its own, and no key
+        # the script names that may not exist (see _COMMIT).
+        refresh = ("PEXPIRE", keys.watch_key(match_id), ttl_ms)
         if self._pipes is not None:
-            applied = await self._script(_COMMIT_SCRIPT, names, args)
+            answer = await self._script(_COMMIT_SCRIPT, names, args, then=refresh)
         else:
-            applied = await self._call(lambda: self._commit(keys=names, args=args))
-        if applied == 1:
+            answer = await self._call(
+                lambda: self._cluster_script(_COMMIT_SCRIPT, names, args, refresh)
+            )
+        if answer == 1:
             return True, None
-        return False, decode_record(match_id, applied) if applied else None
+        current, expires_at = answer
+        # Not applied, so that PEXPIRE gave the watch key an expiry the match did not get:
+        # give it the match's own (the race is rare; it costs this one command more).
+        await self._expire_watch(match_id, int(expires_at))
+        return False, decode_record(match_id, current) if current else None
+
+    async def _expire_watch(self, match_id: str, expires_at: int) -> None:
+        """Have the match's watch key expire at ``expires_at`` (the match's PEXPIRETIME, Unix
+        ms: -2 gone, -1 never)."""
+        key = keys.watch_key(match_id)
+        command: tuple[bytes | str | int, ...]
+        if expires_at == -2:
+            command = ("DEL", key)
+        elif expires_at == -1:
+            command = ("PERSIST", key)
+        else:
+            command = ("PEXPIREAT", key, expires_at)
+        if self._pipes is not None:
+            await self._pipes.execute(*command)
+        else:
+            await self._call(lambda: self._redis.execute_command(*command))
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         return (await self.events_many({match_id: after_version}))[match_id]
@@ -361,10 +427,10 @@ class RedisStore:
         revoke: bool,
     ) -> bool:
         names = [keys.match_key(match_id), keys.watch_key(match_id)]
+        # ``finished`` does not matter here: the access takes the match's own expiry.
         args: list[Any] = [
             b"" if expected is None else encode_watch_access(expected),
             encode_watch_access(new),
-            "" if finished else self._ttl_ms,
             "1" if revoke else "0",
             keys.wake_channel(match_id),
         ]
@@ -567,6 +633,12 @@ def _pack_with_hiredis(client: Redis) -> None:
         return [hiredis.pack_command(args)]
 
     pool.connection_class = type(f"Hiredis{base.__name__}", (base,), {"pack_command": pack_command})
+
+
+def _dropped(future: asyncio.Future[Any]) -> None:
+    """Read a reply nobody waits for, a failure included (so that none goes unretrieved)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _entry_fields(entry: EventEntry) -> list[bytes | str]:

@@ -22,8 +22,9 @@ What a caller is promised:
   apply twice: reads, the version-checked commit (a commit that was applied but whose reply was
   lost answers, when sent again, the record it wrote: the caller sees a lost race and decides
   on it), the create-if-absent script, the watch-access compare-and-swap (sent again after it
-  applied, it finds the access changed and changes nothing) and the probe write. A connection
-  that cannot be opened fails its commands with StoreUnavailableError at once.
+  applied, it finds the access changed and changes nothing), the watch key's expiry (PEXPIRE,
+  PEXPIREAT, PERSIST or DEL: the same outcome twice) and the probe write. A connection that
+  cannot be opened fails its commands with StoreUnavailableError at once.
 - **Error replies.** ``OOM`` is StoreFullError; ``LOADING``, ``BUSY``, ``MASTERDOWN``,
   ``TRYAGAIN`` and ``CLUSTERDOWN`` are StoreUnavailableError; ``NOSCRIPT`` is NoScriptError (the
   caller sends the script itself); any other is ``redis.exceptions.ResponseError``.
@@ -174,6 +175,29 @@ class PipelinedClient:
             self._timer = loop.call_at(call.deadline, self._expire)
         return future
 
+    def execute_together(
+        self, *commands: tuple[bytes | str | int | float, ...]
+    ) -> list[asyncio.Future[Any]]:
+        """Send several commands on one connection, in order, in the same write: Redis runs
+        them one after the other (unless the connection is lost: each is then sent again on
+        its own). One future per command, as ``execute`` gives."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in commands]
+        if self._closed:
+            for future in futures:
+                future.set_exception(StoreUnavailableError("the store client is closed"))
+            return futures
+        deadline = loop.time() + self._timeout_s
+        pipe = self._choose()
+        for future, args in zip(futures, commands, strict=True):
+            packed = hiredis.pack_command(args)  # type: ignore[arg-type]  # stub wants 1-tuples
+            pipe.push(_Call(future, packed, deadline))
+        if self._timer is None:  # else it is set for an earlier deadline than this one
+            self._timer = loop.call_at(deadline, self._expire)
+        return futures
+
     async def close(self) -> None:
         """Close every connection; commands in flight fail with StoreUnavailableError."""
         self._closed = True
@@ -197,6 +221,11 @@ class PipelinedClient:
     # -- Choosing and opening connections -------------------------------------------------------
 
     def _send(self, call: _Call) -> None:
+        self._choose().push(call)
+
+    def _choose(self) -> _Pipe:
+        """The connection for the next command: the one with the fewest in flight, or a new
+        one when every one has ``depth`` or more."""
         best: _Pipe | None = None
         opening = False
         for pipe in self._pipes:
@@ -207,7 +236,7 @@ class PipelinedClient:
             len(best.calls) >= self._depth and len(self._pipes) < self._size and not opening
         ):
             best = self._open()
-        best.push(call)
+        return best
 
     def _open(self) -> _Pipe:
         pipe = _Pipe(self)
