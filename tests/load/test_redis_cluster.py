@@ -299,6 +299,7 @@ def open_idle_connections(server: ServerThread, node: RedisProcess, count: int) 
 
     async def open_them() -> int:
         client = cast(AsyncRedisCluster, cluster_store(server)._redis)
+        await client.initialize()  # a server that has served no call yet may not have the map
         cluster_node = client.get_node(host="127.0.0.1", port=node.port)
         assert cluster_node is not None
         await asyncio.gather(
