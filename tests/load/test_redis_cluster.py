@@ -482,7 +482,11 @@ is still waiting after these was retried by the store."""
 def refusals(node: RedisProcess, error: str = "TRYAGAIN") -> int:
     """TRYAGAIN answers the node gave (a multi-key command on a slot it imports), or those of
     another ``error``."""
-    stats = node.client().info("errorstats")
+    client = node.client()
+    try:
+        stats = client.info("errorstats")
+    finally:
+        client.close()
     return int(stats.get(f"errorstat_{error}", {}).get("count", 0))
 
 
@@ -572,7 +576,9 @@ def test_a_create_in_a_slot_still_moving_at_its_deadline_is_unavailable_and_retr
         )
         assert refusals(target) > refused
         for node in (source, target):
-            held = node.client().execute_command("CLUSTER", "GETKEYSINSLOT", slot, 10)  # type: ignore[no-untyped-call]
+            client = node.client()
+            held = client.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 10)  # type: ignore[no-untyped-call]
+            client.close()
             assert keys.match_key(match_id).encode() not in held
         end_slot_move(cluster, slot, source, target)
         assert create_match(server.channel, request_id).match_id == match_id

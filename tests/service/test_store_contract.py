@@ -461,6 +461,15 @@ class Expiries(Protocol):
     def delete(self, *names: str) -> Any: ...
 
 
+async def until(condition: Callable[[], bool], what: str, timeout: float = 10) -> None:
+    """Wait on the running loop until ``condition()`` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
 def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) -> Awaitable[None]:
     """The watch key expires with the match's other keys: it takes the match's remaining
     lifetime when made, every commit gives it the match's new idle or finished expiry (also a
@@ -496,7 +505,8 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         # watch key keeps the match's expiry, not the finished one.
         assert not await store.commit(mid, replace(commit(1), finished=True))
         assert direct.pttl(record) > 98_000
-        assert lag() == 0  # the match's own expiry, read by the script
+        # Sent after the call (the caller did not commit again): the match's own expiry.
+        await until(lambda: lag() == 0, "the watch key given the match's expiry")
         # The final play: the watch key expires with the record, after the finished TTL.
         assert await store.commit(mid, replace(commit(3), finished=True))
         assert 0 < direct.pttl(record) <= 60_000
@@ -506,7 +516,7 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         # remove the watch key instead of giving it a new lifetime.
         direct.delete(record, events)
         assert not await store.commit(mid, commit(4))
-        assert direct.pttl(watch) == -2
+        await until(lambda: direct.pttl(watch) == -2, "the watch key removed")
 
     return scenario()
 

@@ -26,6 +26,7 @@ redis-py.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -177,6 +178,10 @@ class RedisStore:
         # WatchMatch streams hold no connection: each replica's one change feed (feed()) waits
         # for all of them, on a connection per Redis node of its own.
         self._feeds: list[RedisFeed] = []
+        # Watch keys a lost commit left with its expiry, by match: the match's PEXPIRETIME to
+        # give them, unless another commit of the match comes first (commit_or_current).
+        self._watch_fixes: dict[str, int] = {}
+        self._fixing: set[asyncio.Future[Any]] = set()  # a Cluster's fixes under way
         if cluster:
             self._redis = fold_asking(
                 RedisCluster.from_url(url, max_connections=pool_size, **options)
@@ -301,6 +306,8 @@ class RedisStore:
     async def commit_or_current(
         self, match_id: str, commit: Commit
     ) -> tuple[bool, MatchRecord | None]:
+        # This commit's PEXPIRE of the watch key replaces a fix not sent yet (_fix_watch_keys).
+        self._watch_fixes.pop(match_id, None)
         names = [keys.match_key(match_id), keys.events_key(match_id)]
         ttl_ms = self._finished_ttl_ms if commit.finished else self._ttl_ms
         args = [
@@ -327,26 +334,38 @@ class RedisStore:
         if answer == 1:
             return True, None
         current, expires_at = answer
-        # Not applied, so that PEXPIRE gave the watch key an expiry the match did not get:
-        # give it the match's own (the race is rare; it costs this one command more).
-        await self._expire_watch(match_id, int(expires_at))
+        # Not applied, so that PEXPIRE gave the watch key an expiry the match did not get.
+        # The caller nearly always commits again at once, from the record answered here, and
+        # that commit's own PEXPIRE sets it right; only if none follows before this task
+        # yields is the match's own expiry sent to the watch key (_fix_watch_keys), without
+        # the caller waiting: a lost race costs no round trip more.
+        if not self._watch_fixes:
+            asyncio.get_running_loop().call_soon(self._fix_watch_keys)
+        self._watch_fixes[match_id] = int(expires_at)
         return False, decode_record(match_id, current) if current else None
 
-    async def _expire_watch(self, match_id: str, expires_at: int) -> None:
-        """Have the match's watch key expire at ``expires_at`` (the match's PEXPIRETIME, Unix
-        ms: -2 gone, -1 never)."""
-        key = keys.watch_key(match_id)
-        command: tuple[bytes | str | int, ...]
-        if expires_at == -2:
-            command = ("DEL", key)
-        elif expires_at == -1:
-            command = ("PERSIST", key)
-        else:
-            command = ("PEXPIREAT", key, expires_at)
-        if self._pipes is not None:
-            await self._pipes.execute(*command)
-        else:
-            await self._call(lambda: self._redis.execute_command(*command))
+    def _fix_watch_keys(self) -> None:
+        """Give each watch key left with a lost commit's expiry its match's (see
+        commit_or_current): PEXPIREAT the match's PEXPIRETIME, or DEL when the match is gone.
+        Nobody waits for these; one that fails leaves the key to the match's next commit."""
+        fixes, self._watch_fixes = self._watch_fixes, {}
+        for match_id, expires_at in fixes.items():
+            key = keys.watch_key(match_id)
+            command: tuple[bytes | str | int, ...]
+            if expires_at == -2:
+                command = ("DEL", key)
+            elif expires_at == -1:
+                command = ("PERSIST", key)
+            else:
+                command = ("PEXPIREAT", key, expires_at)
+            if self._pipes is not None:
+                self._pipes.execute(*command).add_done_callback(_dropped)
+            else:
+                fix = functools.partial(self._redis.execute_command, *command)
+                task = asyncio.ensure_future(self._call(fix))
+                self._fixing.add(task)
+                task.add_done_callback(self._fixing.discard)
+                task.add_done_callback(_dropped)
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         return (await self.events_many({match_id: after_version}))[match_id]
@@ -460,6 +479,8 @@ class RedisStore:
     async def close(self) -> None:
         for feed in self._feeds:
             await feed.close()
+        if self._fixing:
+            await asyncio.wait(self._fixing, timeout=self._timeout_s)
         if self._pipes is not None:
             await self._pipes.close()
         await self._redis.aclose()
