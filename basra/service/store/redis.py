@@ -477,6 +477,7 @@ class RedisStore:
             await self._call(lambda: self._redis.set(keys.PROBE, b"1", px=60_000))
 
     async def close(self) -> None:
+        self._watch_fixes.clear()  # none is sent after the close
         for feed in self._feeds:
             await feed.close()
         if self._fixing:
