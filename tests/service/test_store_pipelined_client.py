@@ -123,6 +123,30 @@ def test_many_commands_at_once_share_the_bounded_connections_and_each_gets_its_r
     in_loop(scenario)
 
 
+def test_commands_sent_together_go_on_one_connection_in_order(redis_url: str) -> None:
+    """execute_together (the commit script and the watch key's PEXPIRE): one connection, in
+    order, even while other commands spread over the connections."""
+
+    async def scenario() -> None:
+        store = store_at(redis_url, pool_size=4)
+        pipes = client_of(store)
+        try:
+            for n in range(20):
+                others = [pipes.execute("CLIENT", "ID") for _ in range(20 + n)]
+                together = pipes.execute_together(
+                    ("CLIENT", "ID"), ("SET", "t", n), ("GET", "t"), ("CLIENT", "ID")
+                )
+                first, _, got, last = await asyncio.gather(*together)
+                await asyncio.gather(*others)
+                assert first == last
+                assert got == str(n).encode()
+            assert pipes.connections > 1
+        finally:
+            await store.close()
+
+    in_loop(scenario)
+
+
 def test_a_redis_that_stops_answering_fails_the_call_at_its_deadline(redis_url: str) -> None:
     async def scenario() -> None:
         proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
