@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from basra.engine.cards import DECK_SIZE, Card
 from basra.engine.profile import Profile
@@ -115,9 +114,9 @@ class GameResult:
     """Each side's final total in that game."""
 
 
-class LastPlay(NamedTuple):
-    """The most recent play of the current hand, as every seat saw it (a named tuple: one is
-    made on every play, and a tuple is the cheapest immutable record to build)."""
+@dataclass(frozen=True, slots=True, init=False)
+class LastPlay:
+    """The most recent play of the current hand, as every seat saw it."""
 
     seat: int
     card: Card
@@ -128,6 +127,24 @@ class LastPlay(NamedTuple):
     basra_points: int
     """Points the play scored as a basra; 0 when it was none."""
     sweep: bool
+
+    # Written out, not generated: one is made on every play, and mypyc compiles this one to
+    # direct slot stores (a named tuple's __new__ is interpreted; issue 13).
+    def __init__(
+        self,
+        seat: int,
+        card: Card,
+        plan: int,
+        captured: tuple[Card, ...],
+        basra_points: int,
+        sweep: bool,
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "captured", captured)
+        object.__setattr__(self, "basra_points", basra_points)
+        object.__setattr__(self, "sweep", sweep)
 
 
 @dataclass(frozen=True, slots=True, init=False)
