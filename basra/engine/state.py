@@ -46,7 +46,7 @@ class Play:
         object.__setattr__(self, "trail", trail)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SideHandScore:
     """One side's points for one hand (RULES.md, "Scoring"; a side is a seat or a partnership)."""
 
@@ -63,6 +63,17 @@ class SideHandScore:
     basra_points: int
     """Points for those basras (ERAM: 10 each)."""
 
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self, cards: int, majority: int, carry: int, specials: int, basras: int, basra_points: int
+    ) -> None:
+        object.__setattr__(self, "cards", cards)
+        object.__setattr__(self, "majority", majority)
+        object.__setattr__(self, "carry", carry)
+        object.__setattr__(self, "specials", specials)
+        object.__setattr__(self, "basras", basras)
+        object.__setattr__(self, "basra_points", basra_points)
+
     @property
     def total(self) -> int:
         """Everything this side scored in the hand."""
@@ -73,7 +84,7 @@ SeatHandScore = SideHandScore
 """The name from two-seat days, when every side was one seat."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class HandScore:
     """The scoring of one complete hand."""
 
@@ -87,6 +98,21 @@ class HandScore:
     carry_after: int
     """Carry after the hand: 0 once released, plus the majority's value after a tie that
     carries."""
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self,
+        hand: int,
+        dealer: int,
+        sides: tuple[SideHandScore, ...],
+        carry_before: int,
+        carry_after: int,
+    ) -> None:
+        object.__setattr__(self, "hand", hand)
+        object.__setattr__(self, "dealer", dealer)
+        object.__setattr__(self, "sides", sides)
+        object.__setattr__(self, "carry_before", carry_before)
+        object.__setattr__(self, "carry_after", carry_after)
 
     @property
     def seats(self) -> tuple[SideHandScore, ...]:
