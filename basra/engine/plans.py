@@ -52,6 +52,8 @@ _DISPLAY_RANKS: Final = tuple(
     (*([rank] if rank >= 0 else []), *(r for r in range(13) if r != rank)) for rank in range(-1, 13)
 )
 _SEVEN_OF_DIAMONDS: Final[int] = SEVEN_OF_DIAMONDS
+# _LOWER_MASKS[rank] is the set of the cards of lower rank (for a number card, of lower value).
+_LOWER_MASKS: Final = tuple(sum(RANK_MASKS[:rank]) for rank in range(13))
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -102,16 +104,14 @@ def capture_plans(
             if not floor_mask:
                 return ()  # Empty floor: any card trails, 7D included.
             return (Plan(1, _display(floor_mask, -1), seven_basra(floor_mask), True, floor_mask),)
-    # Cached on everything the answer depends on: the floor, the card and the point table
-    # (the offering order counts points); the 7D sweep above depends on its rule and is not.
     return _plans(floor_mask, index, profile.points)
 
 
-# A few entries: enough for the same question asked twice in a row (a play's plans are listed,
-# then the play is applied; a client lists plans, then plays). Floors seldom repeat beyond that:
-# in self-play most first questions are new, and a large cache costs more to probe, fill and
-# evict than a typical floor's plans cost to find (issue 13: 16,384 entries ran 14% slower).
-@lru_cache(maxsize=16)
+# Not cached here: in self-play most questions are new floors, and a cache costs more to probe,
+# fill and evict than a typical floor's plans cost to find (issue 13: a 16,384-entry cache ran
+# self-play 14% slower, a 16-entry one still 7%). A question asked twice in a row (list a
+# card's plans, then play it) is answered by game.legal_plans; the costly steps of a crowded
+# floor, _group_profiles, _splits and _choices, keep their caches.
 def _plans(floor: int, card: int, table: PointTable) -> tuple[Plan, ...]:
     if not floor:
         return ()  # Empty floor: any card trails.
@@ -138,6 +138,11 @@ def _number_plan_masks(floor: int, rank: int, table: PointTable) -> tuple[int, .
     value = rank + 1
     rank_matches = floor & RANK_MASKS[rank]
     # Sum groups use the other numeric cards; only values below the card's can be in one.
+    lower = floor & _LOWER_MASKS[rank]
+    if not lower & (lower - 1):
+        # At most one such card, and a group needs two: nothing but the rank matches. Seven
+        # number-card questions in ten in self-play, decided without the value profiles below.
+        return (rank_matches,) if rank_matches else ()
     by_value = tuple(floor & RANK_MASKS[u - 1] for u in range(1, value))
     counts = tuple(s.bit_count() for s in by_value)
     profiles = _group_profiles(value, counts)
