@@ -115,37 +115,22 @@ def next_dealer(state: State) -> int:
 
 def legal_plans(state: State, card: Card) -> tuple[Plan, ...]:
     """The plans ``card`` has on the current floor, in offering order (empty: it trails)."""
+    global _last_plans
     floor, profile = state.floor, state.profile
-    last = _last_plans.entry
+    last = _last_plans
     if last[0] is floor and last[1] == card and last[2] is profile:
         return last[3]
     plans = capture_plans(mask_of(floor), card, profile)
-    _last_plans.entry = (floor, card, profile, plans)
+    _last_plans = (floor, card, profile, plans)
     return plans
 
 
-_NOTHING_ASKED: Final = ((), -1, ERAM, ())
-
-
-class _LastPlans:
-    """The last question ``legal_plans`` answered, and its answer.
-
-    The same question comes twice in a row: a player lists a card's plans, then ``apply`` checks
-    the play against them. The floor is an immutable tuple and the entry holds it, so the same
-    object is the same floor; the entry is one tuple, read and replaced whole (thread-safe).
-    """
-
-    __slots__ = ("entry",)
-
-    def __init__(self) -> None:
-        self.entry: tuple[tuple[Card, ...], int, Profile, tuple[Plan, ...]] = _NOTHING_ASKED
-
-    def cache_clear(self) -> None:
-        """Forget the entry (as ``functools.lru_cache`` caches do: the mutation tests call it)."""
-        self.entry = _NOTHING_ASKED
-
-
-_last_plans: Final = _LastPlans()
+NOTHING_ASKED: Final = ((), -1, ERAM, ())
+# The last question legal_plans answered, and its answer. The same question comes twice in a
+# row: a player lists a card's plans, then ``apply`` checks the play against them. The floor is
+# an immutable tuple and the entry holds it, so the same object is the same floor; the entry is
+# one tuple, read and replaced whole (thread-safe). The mutation tests reset it to NOTHING_ASKED.
+_last_plans: tuple[tuple[Card, ...], int, Profile, tuple[Plan, ...]] = NOTHING_ASKED
 
 
 def legal_plays(state: State) -> tuple[Play, ...]:
