@@ -12,7 +12,7 @@ from basra.engine.cards import Card
 from basra.engine.state import HandScore
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class HandStarted:
     """A hand was shuffled and dealt: every seat got its cards and the floor was laid."""
 
@@ -24,8 +24,18 @@ class HandStarted:
     game: int = 1
     """The rubber's game this hand belongs to (1 without a rubber)."""
 
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self, hand: int, dealer: int, leader: int, floor: tuple[Card, ...], game: int = 1
+    ) -> None:
+        object.__setattr__(self, "hand", hand)
+        object.__setattr__(self, "dealer", dealer)
+        object.__setattr__(self, "leader", leader)
+        object.__setattr__(self, "floor", floor)
+        object.__setattr__(self, "game", game)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class CardsDealt:
     """The hands ran out and each seat got new cards (no floor cards)."""
 
@@ -34,6 +44,13 @@ class CardsDealt:
     """Deal number within the hand (2 up to the profile's deals per hand; ERAM: 2..6)."""
     cards_each: int
     stock_left: int
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(self, hand: int, deal: int, cards_each: int, stock_left: int) -> None:
+        object.__setattr__(self, "hand", hand)
+        object.__setattr__(self, "deal", deal)
+        object.__setattr__(self, "cards_each", cards_each)
+        object.__setattr__(self, "stock_left", stock_left)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -85,7 +102,7 @@ class FloorCollected:
     cards: tuple[Card, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class HandScored:
     """A hand was scored and the match totals updated."""
 
@@ -96,6 +113,15 @@ class HandScored:
     """Several sides reached the target with equal highest totals: another hand is played."""
     game: int = 1
     """The rubber's game the hand belongs to (1 without a rubber)."""
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self, score: HandScore, totals: tuple[int, ...], extra_hand: bool, game: int = 1
+    ) -> None:
+        object.__setattr__(self, "score", score)
+        object.__setattr__(self, "totals", totals)
+        object.__setattr__(self, "extra_hand", extra_hand)
+        object.__setattr__(self, "game", game)
 
 
 @dataclass(frozen=True, slots=True)

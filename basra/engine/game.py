@@ -115,7 +115,22 @@ def next_dealer(state: State) -> int:
 
 def legal_plans(state: State, card: Card) -> tuple[Plan, ...]:
     """The plans ``card`` has on the current floor, in offering order (empty: it trails)."""
-    return capture_plans(mask_of(state.floor), card, state.profile)
+    global _last_plans
+    floor, profile = state.floor, state.profile
+    last = _last_plans
+    if last[0] is floor and last[1] == card and last[2] is profile:
+        return last[3]
+    plans = capture_plans(mask_of(floor), card, profile)
+    _last_plans = (floor, card, profile, plans)
+    return plans
+
+
+NOTHING_ASKED: Final = ((), -1, ERAM, ())
+# The last question legal_plans answered, and its answer. The same question comes twice in a
+# row: a player lists a card's plans, then ``apply`` checks the play against them. The floor is
+# an immutable tuple and the entry holds it, so the same object is the same floor; the entry is
+# one tuple, read and replaced whole (thread-safe). The mutation tests reset it to NOTHING_ASKED.
+_last_plans: tuple[tuple[Card, ...], int, Profile, tuple[Plan, ...]] = NOTHING_ASKED
 
 
 def legal_plays(state: State) -> tuple[Play, ...]:
@@ -150,9 +165,10 @@ def apply(state: State, play: Play) -> tuple[State, tuple[Event, ...]]:
     """
     plan = _validate(state, play)
     seat, card = play.seat, play.card
+    bit: int = 1 << card  # (card is a Card: shifting an int compiles to C, a Card's does not)
     profile = state.profile
     hands = list(state.hands)
-    hands[seat] = tuple(c for c in hands[seat] if c != card)
+    hands[seat] = _outside(hands[seat], bit)
     captured, basras, basra_points = state.captured, state.basras, state.basra_points
     last_capturer = state.last_capturer
     if plan is None:
@@ -160,8 +176,8 @@ def apply(state: State, play: Play) -> tuple[State, tuple[Event, ...]]:
         played = CardPlayed(seat, card, 0, (), basra=False, sweep=False)
     else:
         side = profile.side_of(seat)  # Partners keep one pile and score together.
-        floor = tuple(c for c in state.floor if not plan.mask >> c & 1)
-        captured = _with(captured, side, captured[side] | plan.mask | card.bit)
+        floor = _outside(state.floor, plan.mask)
+        captured = _with(captured, side, captured[side] | plan.mask | bit)
         value = BASRA_VALUE[profile.basra_value](card, profile.basra_points) if plan.basra else 0
         if plan.basra:
             basras = _with(basras, side, basras[side] + 1)
@@ -184,11 +200,8 @@ def apply(state: State, play: Play) -> tuple[State, tuple[Event, ...]]:
         basras=basras,
         basra_points=basra_points,
         last_capturer=last_capturer,
-        # tuple.__new__ is what the named tuple's generated __new__ calls: called directly, the
-        # compiled engine skips that interpreted frame (LastPlay(...) costs it 0.7 us a play).
-        last_play=tuple.__new__(
-            LastPlay,
-            (seat, card, played.plan, played.captured, played.basra_points, played.sweep),
+        last_play=LastPlay(
+            seat, card, played.plan, played.captured, played.basra_points, played.sweep
         ),
         plays=state.plays + 1,
         scores=state.scores,
@@ -197,11 +210,18 @@ def apply(state: State, play: Play) -> tuple[State, tuple[Event, ...]]:
         games=state.games,
         winner=state.winner,
     )
-    if any(after.hands):
-        return after, (played,)
+    for hand in hands:  # A loop, not any(): compiled, any() is a call through the builtins.
+        if hand:
+            return after, (played,)
     if after.stock:
         return _redeal(after, played)
     return _end_hand(after, played)
+
+
+def _outside(cards: tuple[int, ...], mask: int) -> tuple[Card, ...]:
+    """The cards of ``cards`` not in the set ``mask``, in their order."""
+    # Read as ints, not Cards: compiled, the test is then C arithmetic rather than Python calls.
+    return tuple([CARDS[c] for c in cards if not mask >> c & 1])
 
 
 def _validate(state: State, play: Play) -> Plan | None:

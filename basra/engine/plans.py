@@ -30,6 +30,7 @@ from typing import Final
 
 from basra.engine.cards import (
     CARDS,
+    DECK_SIZE,
     JACK,
     KING,
     QUEEN,
@@ -46,8 +47,13 @@ MAX_PLANS: Final = 12
 """RULES.md: at most 12 plans are offered, the first 12 of the order."""
 
 # Display order of captured cards: rank matches first, then by rank and suit ("10C 4S 6H").
-_DISPLAY_KEY: Final = tuple((c % 13) * 4 + c // 13 for c in range(52))
-_DISPLAY_ORDER: Final = tuple(sorted(range(52), key=_DISPLAY_KEY.__getitem__))
+# _DISPLAY_RANKS[rank + 1] is the order of the ranks for a card of ``rank`` (-1: no rank first).
+_DISPLAY_RANKS: Final = tuple(
+    (*([rank] if rank >= 0 else []), *(r for r in range(13) if r != rank)) for rank in range(-1, 13)
+)
+_SEVEN_OF_DIAMONDS: Final[int] = SEVEN_OF_DIAMONDS
+# _LOWER_MASKS[rank] is the set of the cards of lower rank (for a number card, of lower value).
+_LOWER_MASKS: Final = tuple(sum(RANK_MASKS[:rank]) for rank in range(13))
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -89,19 +95,24 @@ def capture_plans(
     An empty tuple means the card trails. ``floor`` must not hold ``card``.
     """
     floor_mask = floor if isinstance(floor, int) else mask_of(floor)
-    if card == SEVEN_OF_DIAMONDS:
+    # The card as a plain int from here on: compiled, arithmetic on a Card object goes through
+    # generic Python calls, on an int it is C arithmetic.
+    index: int = card
+    if index == _SEVEN_OF_DIAMONDS:
         seven_basra = SEVEN_SWEEP_BASRA.get(profile.seven)
         if seven_basra is not None:  # No criterion: an ordinary 7 (lobashev).
             if not floor_mask:
                 return ()  # Empty floor: any card trails, 7D included.
             return (Plan(1, _display(floor_mask, -1), seven_basra(floor_mask), True, floor_mask),)
-    # Cached on everything the answer depends on: the floor, the card and the point table
-    # (the offering order counts points); the 7D sweep above depends on its rule and is not.
-    return _plans(floor_mask, card, profile.points)
+    return _plans(floor_mask, index, profile.points)
 
 
-@lru_cache(maxsize=1 << 14)
-def _plans(floor: int, card: Card, table: PointTable) -> tuple[Plan, ...]:
+# Not cached here: in self-play most questions are new floors, and a cache costs more to probe,
+# fill and evict than a typical floor's plans cost to find (issue 13: a 16,384-entry cache ran
+# self-play 14% slower, a 16-entry one still 7%). A question asked twice in a row (list a
+# card's plans, then play it) is answered by game.legal_plans; the costly steps of a crowded
+# floor, _group_profiles, _splits and _choices, keep their caches.
+def _plans(floor: int, card: int, table: PointTable) -> tuple[Plan, ...]:
     if not floor:
         return ()  # Empty floor: any card trails.
     rank = card % 13
@@ -115,8 +126,10 @@ def _plans(floor: int, card: Card, table: PointTable) -> tuple[Plan, ...]:
         masks = _number_plan_masks(floor, rank, table)
     # Basra: a capture by any card but J and 7D that leaves the floor empty.
     return tuple(
-        Plan(i, _display(m, rank), basra=m == floor, sweep=False, mask=m)
-        for i, m in enumerate(masks, start=1)
+        [
+            Plan(i + 1, _display(masks[i], rank), masks[i] == floor, False, masks[i])
+            for i in range(len(masks))  # An index loop: compiled, enumerate is a Python call.
+        ]
     )
 
 
@@ -125,6 +138,11 @@ def _number_plan_masks(floor: int, rank: int, table: PointTable) -> tuple[int, .
     value = rank + 1
     rank_matches = floor & RANK_MASKS[rank]
     # Sum groups use the other numeric cards; only values below the card's can be in one.
+    lower = floor & _LOWER_MASKS[rank]
+    if not lower & (lower - 1):
+        # At most one such card, and a group needs two: nothing but the rank matches. Seven
+        # number-card questions in ten in self-play, decided without the value profiles below.
+        return (rank_matches,) if rank_matches else ()
     by_value = tuple(floor & RANK_MASKS[u - 1] for u in range(1, value))
     counts = tuple(s.bit_count() for s in by_value)
     profiles = _group_profiles(value, counts)
@@ -265,12 +283,16 @@ def _remove_group(target: int, counts: list[int], top: int) -> Iterable[tuple[in
 
 
 def _display(mask: int, rank: int) -> tuple[Card, ...]:
-    first = mask & RANK_MASKS[rank] if rank >= 0 else 0
-    rest = mask & ~first
-    # The cards in display order, walked once, rather than two sorts with a key function.
-    return tuple([CARDS[c] for c in _DISPLAY_ORDER if first >> c & 1]) + tuple(
-        [CARDS[c] for c in _DISPLAY_ORDER if rest >> c & 1]
-    )
+    """The cards of ``mask`` in display order: those of ``rank`` first (none for a negative
+    rank), then the others by rank, each rank's by suit."""
+    shown: list[Card] = []
+    # Rank by rank, skipping the ranks the set does not hold: a plan takes a few cards.
+    for r in _DISPLAY_RANKS[rank + 1]:
+        if mask & RANK_MASKS[r]:
+            for c in range(r, DECK_SIZE, 13):
+                if mask >> c & 1:
+                    shown.append(CARDS[c])
+    return tuple(shown)
 
 
 def plan_count(floor: int | Iterable[Card], card: Card, profile: Profile = ERAM) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from basra.engine.cards import DECK_SIZE, Card
 from basra.engine.profile import Profile
@@ -47,7 +46,7 @@ class Play:
         object.__setattr__(self, "trail", trail)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SideHandScore:
     """One side's points for one hand (RULES.md, "Scoring"; a side is a seat or a partnership)."""
 
@@ -64,6 +63,17 @@ class SideHandScore:
     basra_points: int
     """Points for those basras (ERAM: 10 each)."""
 
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self, cards: int, majority: int, carry: int, specials: int, basras: int, basra_points: int
+    ) -> None:
+        object.__setattr__(self, "cards", cards)
+        object.__setattr__(self, "majority", majority)
+        object.__setattr__(self, "carry", carry)
+        object.__setattr__(self, "specials", specials)
+        object.__setattr__(self, "basras", basras)
+        object.__setattr__(self, "basra_points", basra_points)
+
     @property
     def total(self) -> int:
         """Everything this side scored in the hand."""
@@ -74,7 +84,7 @@ SeatHandScore = SideHandScore
 """The name from two-seat days, when every side was one seat."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class HandScore:
     """The scoring of one complete hand."""
 
@@ -88,6 +98,21 @@ class HandScore:
     carry_after: int
     """Carry after the hand: 0 once released, plus the majority's value after a tie that
     carries."""
+
+    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    def __init__(
+        self,
+        hand: int,
+        dealer: int,
+        sides: tuple[SideHandScore, ...],
+        carry_before: int,
+        carry_after: int,
+    ) -> None:
+        object.__setattr__(self, "hand", hand)
+        object.__setattr__(self, "dealer", dealer)
+        object.__setattr__(self, "sides", sides)
+        object.__setattr__(self, "carry_before", carry_before)
+        object.__setattr__(self, "carry_after", carry_after)
 
     @property
     def seats(self) -> tuple[SideHandScore, ...]:
@@ -115,9 +140,9 @@ class GameResult:
     """Each side's final total in that game."""
 
 
-class LastPlay(NamedTuple):
-    """The most recent play of the current hand, as every seat saw it (a named tuple: one is
-    made on every play, and a tuple is the cheapest immutable record to build)."""
+@dataclass(frozen=True, slots=True, init=False)
+class LastPlay:
+    """The most recent play of the current hand, as every seat saw it."""
 
     seat: int
     card: Card
@@ -128,6 +153,24 @@ class LastPlay(NamedTuple):
     basra_points: int
     """Points the play scored as a basra; 0 when it was none."""
     sweep: bool
+
+    # Written out, not generated: one is made on every play, and mypyc compiles this one to
+    # direct slot stores (a named tuple's __new__ is interpreted; issue 13).
+    def __init__(
+        self,
+        seat: int,
+        card: Card,
+        plan: int,
+        captured: tuple[Card, ...],
+        basra_points: int,
+        sweep: bool,
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "captured", captured)
+        object.__setattr__(self, "basra_points", basra_points)
+        object.__setattr__(self, "sweep", sweep)
 
 
 @dataclass(frozen=True, slots=True, init=False)

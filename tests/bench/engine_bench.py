@@ -36,7 +36,6 @@ REFERENCE_HANDS_PER_S = 9500  # fastest public engine we know (JIT TypeScript), 
 
 def clear_caches() -> None:
     for cached in (
-        plans_module._plans,
         plans_module._group_profiles,
         plans_module._splits,
         plans_module._choices,

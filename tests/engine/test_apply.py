@@ -242,3 +242,18 @@ def test_the_hand_over_state_still_says_who_captured_last() -> None:
     assert over.last_play == LastPlay(1, c("5H"), 1, (c("5C"),), 10, False)
     assert view(over, 0).last_play == over.last_play
     assert (over.plays, over.basras, over.basra_points) == (48, (0, 1), (0, 10))
+
+
+def test_legal_plans_answers_each_profile_on_a_shared_floor() -> None:
+    """legal_plans remembers its last answer: a state of another profile with the same floor
+    tuple gets its own plans (the 7D sweeps under eram, is an ordinary 7 under lobashev)."""
+    from dataclasses import replace as _replace
+
+    from basra.engine import capture_plans, legal_plans, match_profile, new_match
+
+    eram, _ = new_match(1)
+    lobashev = _replace(eram, profile=match_profile("lobashev", 2))
+    seven = Card.parse("7D")
+    assert legal_plans(eram, seven) == capture_plans(eram.floor, seven, eram.profile)
+    assert legal_plans(lobashev, seven) == capture_plans(eram.floor, seven, lobashev.profile)
+    assert legal_plans(eram, seven) != legal_plans(lobashev, seven)
