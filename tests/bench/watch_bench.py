@@ -207,6 +207,51 @@ def _measure(
     }
 
 
+def soak(matches: int = 1000, rounds: int = 5) -> None:
+    """Open and end ``2 * matches`` streams ``rounds`` times on one server: after each round,
+    the objects frozen out of the collector's passes (``basra_gc_frozen_objects``: what the
+    freezing holds, live or garbage) and the server's resident memory. Both level off once the
+    replica's caches of records and states (4,096 matches each) are full when the streams'
+    objects are freed as they end."""
+    with tempfile.TemporaryDirectory() as tmp:
+        redis_process = RedisProcess(Path(tmp) / "redis", args=("--maxclients", "20000"))
+        redis_process.start()
+        target = f"127.0.0.1:{free_port()}"
+        port = free_port()
+        command = serve_command(target, redis_process.url, ["--metrics-port", str(port)])
+        try:
+            with process(command, target) as server:
+                print(f"start: {gauge(port, 'basra_gc_frozen_objects'):,.0f} frozen objects")
+                for round_ in range(rounds):
+                    crowd = Crowd(target)
+                    try:
+                        crowd.create(matches, first_seed=1 + round_ * matches)
+                        crowd.watch()
+                        crowd.wait(
+                            lambda: gauge(port, "basra_watch_streams") == 2 * matches,
+                            timeout=300,
+                            what="streams open",
+                        )
+                        opened = gauge(port, "basra_gc_frozen_objects")
+                        crowd.leave()
+                        crowd.wait(
+                            lambda: gauge(port, "basra_watch_streams") == 0,
+                            timeout=300,
+                            what="streams ended",
+                        )
+                    finally:
+                        crowd.close()
+                    print(
+                        f"round {round_ + 1}: {2 * matches:,} streams opened and ended; frozen "
+                        f"objects {opened:,.0f} with them open, "
+                        f"{gauge(port, 'basra_gc_frozen_objects'):,.0f} after; RSS "
+                        f"{rss_bytes(server.pid) / 2**20:.0f} MiB; frozen garbage found by thaws "
+                        f"{gauge(port, 'basra_gc_frozen_garbage_objects_total'):,.0f}"
+                    )
+        finally:
+            redis_process.stop()
+
+
 _MALLOC_SETTINGS = ("LD_PRELOAD", "MALLOC_ARENA_MAX", "MALLOC_CONF", "PYTHONMALLOC")
 
 
@@ -311,7 +356,13 @@ def main() -> None:
     parser.add_argument("--matches", type=int, default=5000)
     parser.add_argument("--idle", type=float, default=30.0, help="seconds the streams stay idle")
     parser.add_argument("--rate", type=float, default=1000.0, help="plays per second")
+    parser.add_argument(
+        "--soak", type=int, metavar="ROUNDS", help="open and end 2 x --matches streams ROUNDS times"
+    )
     args = parser.parse_args()
+    if args.soak:
+        soak(args.matches, args.soak)
+        return
     if args.idle_server:
         asyncio.run(_serve_idle(args.idle_server, configured=args.configured))
         return
