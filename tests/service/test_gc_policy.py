@@ -121,8 +121,8 @@ def test_streams_that_end_while_frozen_leave_no_cyclic_garbage(server: ServerThr
 def test_a_stream_refused_by_the_core_while_frozen_leaves_no_cyclic_garbage(
     server: ServerThread, redis_url: str
 ) -> None:
-    """A stream that ends with an error status (a spectator whose token is revoked, a match
-    that expired) ends through context.abort: that path must free its call too."""
+    """A stream that ends with an error status (here: its match expired) ends through
+    context.abort: that path must free its call too."""
     client = new_match(server, seed=4)
     stream = watch(server, client, 0)
     wait_until(lambda: stream.has(1), what="the deal")
