@@ -93,21 +93,21 @@ def _streaming(
     about a kilobyte where its bytes cost a tenth of that (memory per idle stream)."""
 
     async def call(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[bytes]:
-        request = await deadline.first(requests, context)
-        loop = asyncio.get_running_loop()
-        ended: asyncio.Future[None] = loop.create_future()
-
-        def on_done(_: Context) -> None:
-            loop.call_soon_threadsafe(_settle, ended)
-
-        # grpc-stubs declares DoneCallback a class, not a Protocol: a function is what grpc takes.
-        context.add_done_callback(on_done)  # type: ignore[arg-type]
+        request = await deadline.first(context)
+        # The call's end is this generator's end: gRPC cancels the handler's task when the
+        # client leaves (or the server stops), which raises here, and finalizes a generator it
+        # stops iterating. Not context.add_done_callback: gRPC keeps the callback, bound to the
+        # context, in the call's own state (a reference cycle per stream, freed only by a full
+        # collection, never while frozen: basra.service.gc_policy).
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
             async for response in core.handle_stream(method, request, _caller(context, ended)):
                 yield response.SerializeToString()
                 del response  # not kept while the stream waits for the next one
         except ServiceError as error:
             await context.abort(error.code, error.message, error.trailing_metadata())
+        finally:
+            _settle(ended)
 
     return call
 

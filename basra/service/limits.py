@@ -24,6 +24,8 @@ import grpc
 from basra.service.errors import ServiceError
 
 REASON: Final = "REQUEST_TIMEOUT"
+_EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]  # not in grpc-stubs
+"""What ``context.read()`` answers once the client has sent all it will."""
 
 Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 Continuation: TypeAlias = Callable[[grpc.HandlerCallDetails], Awaitable[Handler]]
@@ -71,7 +73,7 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             unary: Any = handler.unary_unary
 
             async def one_response(requests: AsyncIterator[Any], context: Any) -> Any:
-                return await unary(await first(requests, context), context)
+                return await unary(await first(context), context)
 
             return grpc.stream_unary_rpc_method_handler(
                 one_response, handler.request_deserializer, handler.response_serializer
@@ -86,16 +88,23 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             return handler
 
         async def responses(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
-            async for response in streaming(await first(requests, context), context):
+            async for response in streaming(await first(context), context):
                 yield response
 
         return grpc.stream_stream_rpc_method_handler(
             responses, handler.request_deserializer, handler.response_serializer
         )
 
-    async def first(self, requests: AsyncIterator[Any], context: Any) -> Any:
+    async def first(self, context: Any) -> Any:
         """The call's one request message, once it has arrived within the deadline; else the
-        call ends DEADLINE_EXCEEDED / REQUEST_TIMEOUT (INVALID_ARGUMENT when none was sent)."""
+        call ends DEADLINE_EXCEEDED / REQUEST_TIMEOUT (INVALID_ARGUMENT when none was sent).
+
+        It reads with ``context.read()``, never through the request iterator gRPC hands the
+        handler: iterating that makes an async generator that refers back to its iterator, left
+        suspended after the first message, so every call would end as cyclic garbage that only
+        a collection (then asyncio's generator finalizer, a task per call) frees. Read this way
+        a call's objects are freed by reference counting when it ends, which keeping them
+        frozen (``basra.service.gc_policy``) relies on."""
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         waiting = _Waiting(loop.time() + self._timeout_s, task)
@@ -104,8 +113,7 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             self._timer = loop.call_at(waiting.deadline, self._expire)
         cancelling = task.cancelling() if task is not None else 0
         try:
-            async for request in requests:
-                return request
+            request = await context.read()
         except asyncio.CancelledError:
             # Our own cancellation (the deadline), not the call's: answer it.
             if not waiting.expired or task is None or task.uncancel() > cancelling:
@@ -121,6 +129,8 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         finally:
             waiting.task = None
             self._settle()
+        if request is not _EOF:
+            return request
         error = ServiceError(
             grpc.StatusCode.INVALID_ARGUMENT,
             "INVALID_ARGUMENT",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import errno
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
@@ -174,6 +175,11 @@ class Metrics:
     request_timeouts: Tally
     store_full: Gauge
     store_full_writes: Tally
+    gc_pauses: Timing
+    gc_freezes: Tally
+    gc_thaws: Tally
+    gc_frozen_garbage: Tally
+    gc_frozen: Gauge
     # Labelled children by label values, resolved once: every call goes through observe_call.
     _calls: dict[tuple[str, str], Count] = field(default_factory=dict, repr=False, compare=False)
     _latency: dict[str, Timed] = field(default_factory=dict, repr=False, compare=False)
@@ -296,6 +302,30 @@ class Metrics:
                 "Calls ended because their request message did not arrive in time",
                 registry=registry,
             ),
+            gc_pauses=Timing(
+                "basra_gc_pause_seconds",
+                "Garbage collections of the process and how long each paused it, by generation "
+                "(2: a full collection)",
+                ["generation"],
+                buckets=_LATENCY_BUCKETS,
+                registry=registry,
+            ),
+            gc_freezes=Tally(
+                "basra_gc_freezes",
+                "Times the long-lived objects were collected and frozen out of full collections",
+                registry=registry,
+            ),
+            gc_thaws=Tally(
+                "basra_gc_thaws",
+                "Times the frozen objects were unfrozen and collected (they had doubled)",
+                registry=registry,
+            ),
+            gc_frozen_garbage=Tally(
+                "basra_gc_frozen_garbage_objects",
+                "Garbage found among the frozen objects when they were thawed",
+                registry=registry,
+            ),
+            gc_frozen=_frozen_gauge(registry),
         )
 
     def serve_http(self, port: int, host: str = "::") -> Any:
@@ -313,6 +343,16 @@ class Metrics:
                 raise
             server, _ = start_http_server(port, addr="0.0.0.0", registry=self.registry)  # noqa: S104
         return server
+
+
+def _frozen_gauge(registry: CollectorRegistry) -> Gauge:
+    frozen = Gauge(
+        "basra_gc_frozen_objects",
+        "Objects frozen out of the garbage collector's passes (counted when scraped)",
+        registry=registry,
+    )
+    frozen.set_function(gc.get_freeze_count)
+    return frozen
 
 
 class InstrumentedStore:

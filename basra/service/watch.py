@@ -15,8 +15,9 @@ What each stream guarantees, whatever the feed does:
   backlog, so every later commit wakes it. When the feed lost its connection, it reports every
   match again once it is back (version 0) and the reader reads them all: whatever was committed
   meanwhile is sent, and nothing twice.
-- A client that leaves releases its place at once (``WatchStream.leave``, from the call's done
-  callback): the match is unfollowed when its last stream goes.
+- A client that leaves releases its place at once (``WatchStream.leave``, when the call's
+  ``ended`` completes; on gRPC, the cancellation of the call's handler): the match is unfollowed
+  when its last stream goes.
 - A spectator's stream ends with PERMISSION_DENIED / WATCH_TOKEN_REVOKED once its watch token
   stops working: it checks the match's watch access once subscribed, and again each time the
   feed reports the match with version 0 (a revocation publishes that, and a reconnection
@@ -191,7 +192,7 @@ class WatchStream:
 
     def leave(self, _: object = None) -> None:
         """The client has gone: release the stream's place now and end the iteration (a done
-        callback of the call: the argument is ignored)."""
+        callback of the call's ``ended`` future: the argument is ignored)."""
         self._left = True
         self._release()
         self._followed.wake()

@@ -58,6 +58,34 @@ def gauge(port: int, name: str) -> float:
     raise RuntimeError(f"no metric {name}")
 
 
+def full_collections(port: int) -> tuple[dict[float, float], float]:
+    """The server's full (generation 2) garbage collections so far: the cumulative count per
+    histogram bucket bound (``le``), and their seconds in all."""
+    buckets: dict[float, float] = {}
+    total = 0.0
+    prefix = 'basra_gc_pause_seconds_bucket{generation="2",le="'
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(prefix):
+                bound, _, value = line[len(prefix) :].partition('"} ')
+                buckets[float(bound)] = float(value)
+            elif line.startswith('basra_gc_pause_seconds_sum{generation="2"}'):
+                total = float(line.split()[1])
+    return buckets, total
+
+
+def _collections_between(
+    before: tuple[dict[float, float], float], after: tuple[dict[float, float], float]
+) -> tuple[int, float, float]:
+    """Full collections between two scrapes: how many, their seconds, and the bound of the
+    histogram bucket the longest fell in (0 when there was none)."""
+    count = after[0].get(float("inf"), 0) - before[0].get(float("inf"), 0)
+    # The smallest bound under which every one of them fell.
+    grown = [b for b in sorted(after[0]) if after[0][b] - before[0].get(b, 0) == count]
+    longest = grown[0] if count and grown else 0.0
+    return int(count), after[1] - before[1], longest
+
+
 def watch_figures(
     matches: int = 5000, idle_s: float = 30.0, plays_per_s: float = 1000.0
 ) -> dict[str, float]:
@@ -117,11 +145,18 @@ def _measure(
     time.sleep(idle_s)  # the streams stay idle: this is the scenario
     per_stream = (rss_bytes(pid) - before) / streams
     connections = redis_connections(direct)
+    collections_before = full_collections(metrics_port)
     crowd.play_everywhere(per_second=plays_per_s)
     crowd.wait(
         lambda: len(crowd.got(2)) + len(crowd.failed()) == streams,
         timeout=300,
         what="every stream gets its play",
+    )
+    played, played_s, played_longest = _collections_between(
+        collections_before, full_collections(metrics_port)
+    )
+    overall, overall_s, overall_longest = _collections_between(
+        ({}, 0.0), full_collections(metrics_port)
     )
     delivered = len(crowd.got(2))
     connections = max(connections, redis_connections(direct))
@@ -145,6 +180,11 @@ def _measure(
         f"{play_p99:.0f} ms, from its response to the event p99 {answer_p99:.0f} ms"
     )
     print(
+        f"  full garbage collections during the plays: {played} ({played_s * 1000:.0f} ms in "
+        f"all, the longest at most {played_longest * 1000:g} ms); since the server started: "
+        f"{overall} ({overall_s * 1000:.0f} ms, the longest at most {overall_longest * 1000:g} ms)"
+    )
+    print(
         f"  Redis connections of the replica: {connections} (command pool 64, plus the shared "
         f"reader); reader reconnects {reconnects:.0f}"
     )
@@ -159,10 +199,57 @@ def _measure(
         "watch_streams": float(delivered),
         "watch_p99_ms": round(p99, 1),
         "watch_redis_connections": float(connections),
+        "watch_full_collections_during_plays": float(played),
+        "watch_full_collection_seconds_during_plays": round(played_s, 3),
         "watch_bytes_per_stream": round(per_stream),
         "watch_grpc_floor_bytes_per_stream": round(floor),
         "watch_grpc_configured_floor_bytes_per_stream": round(configured),
     }
+
+
+def soak(matches: int = 1000, rounds: int = 5) -> None:
+    """Open and end ``2 * matches`` streams ``rounds`` times on one server: after each round,
+    the objects frozen out of the collector's passes (``basra_gc_frozen_objects``: what the
+    freezing holds, live or garbage) and the server's resident memory. Both level off once the
+    replica's caches of records and states (4,096 matches each) are full when the streams'
+    objects are freed as they end."""
+    with tempfile.TemporaryDirectory() as tmp:
+        redis_process = RedisProcess(Path(tmp) / "redis", args=("--maxclients", "20000"))
+        redis_process.start()
+        target = f"127.0.0.1:{free_port()}"
+        port = free_port()
+        command = serve_command(target, redis_process.url, ["--metrics-port", str(port)])
+        try:
+            with process(command, target) as server:
+                print(f"start: {gauge(port, 'basra_gc_frozen_objects'):,.0f} frozen objects")
+                for round_ in range(rounds):
+                    crowd = Crowd(target)
+                    try:
+                        crowd.create(matches, first_seed=1 + round_ * matches)
+                        crowd.watch()
+                        crowd.wait(
+                            lambda: gauge(port, "basra_watch_streams") == 2 * matches,
+                            timeout=300,
+                            what="streams open",
+                        )
+                        opened = gauge(port, "basra_gc_frozen_objects")
+                        crowd.leave()
+                        crowd.wait(
+                            lambda: gauge(port, "basra_watch_streams") == 0,
+                            timeout=300,
+                            what="streams ended",
+                        )
+                    finally:
+                        crowd.close()
+                    print(
+                        f"round {round_ + 1}: {2 * matches:,} streams opened and ended; frozen "
+                        f"objects {opened:,.0f} with them open, "
+                        f"{gauge(port, 'basra_gc_frozen_objects'):,.0f} after; RSS "
+                        f"{rss_bytes(server.pid) / 2**20:.0f} MiB; frozen garbage found by thaws "
+                        f"{gauge(port, 'basra_gc_frozen_garbage_objects_total'):,.0f}"
+                    )
+        finally:
+            redis_process.stop()
 
 
 _MALLOC_SETTINGS = ("LD_PRELOAD", "MALLOC_ARENA_MAX", "MALLOC_CONF", "PYTHONMALLOC")
@@ -204,10 +291,9 @@ async def _serve_idle(listen: str, *, configured: bool) -> None:
         )
 
         async def watch(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[bytes]:
-            await deadline.first(requests, context)
-            left = asyncio.Event()
-            context.add_done_callback(lambda _: left.set())
-            await left.wait()
+            await deadline.first(context)
+            # Waits until gRPC cancels it (the client left), as the service's streams do.
+            await asyncio.get_running_loop().create_future()
             return
             yield b""  # an async generator, like the service's
 
@@ -270,7 +356,13 @@ def main() -> None:
     parser.add_argument("--matches", type=int, default=5000)
     parser.add_argument("--idle", type=float, default=30.0, help="seconds the streams stay idle")
     parser.add_argument("--rate", type=float, default=1000.0, help="plays per second")
+    parser.add_argument(
+        "--soak", type=int, metavar="ROUNDS", help="open and end 2 x --matches streams ROUNDS times"
+    )
     args = parser.parse_args()
+    if args.soak:
+        soak(args.matches, args.soak)
+        return
     if args.idle_server:
         asyncio.run(_serve_idle(args.idle_server, configured=args.configured))
         return
