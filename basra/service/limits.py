@@ -6,9 +6,9 @@ thousands of streams holds thousands of calls (about 23 KB each, measured) and n
 rest. ``RequestDeadline`` gives every call ``timeout_s`` for its request message to arrive, and
 the server's ``maximum_concurrent_rpcs`` bounds how many calls exist at once (see
 ``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection. The gRPC
-transport registers its server-streaming handlers (WatchMatch) as request streams that wait for
-their first message with ``RequestDeadline.first`` themselves (``grpc_transport.register``): the
-same deadline, without a wrapper per call around a stream that may stay open for hours.
+transport registers every BasraService handler as a request stream that waits for its first
+message with ``RequestDeadline.first`` itself (``grpc_transport.register``): the same deadline,
+without a wrapper per call (around a WatchMatch stream, for as long as it stays open).
 """
 
 from __future__ import annotations
@@ -95,7 +95,9 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
 
     async def first(self, requests: AsyncIterator[Any], context: Any) -> Any:
         """The call's one request message, once it has arrived within the deadline; else the
-        call ends DEADLINE_EXCEEDED / REQUEST_TIMEOUT (INVALID_ARGUMENT when none was sent)."""
+        call ends DEADLINE_EXCEEDED / REQUEST_TIMEOUT (INVALID_ARGUMENT when none was sent).
+
+        The message is read with ``context.read()``; ``requests`` is left unread."""
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         waiting = _Waiting(loop.time() + self._timeout_s, task)
@@ -104,7 +106,11 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             self._timer = loop.call_at(waiting.deadline, self._expire)
         cancelling = task.cancelling() if task is not None else 0
         try:
-            async for request in requests:
+            # context.read(), not ``requests``: iterating makes an async generator that is left
+            # suspended once the request is in, and asyncio closes each such one in a task of
+            # its own (a wake-up of the loop and a task per call).
+            request = await context.read()
+            if request is not grpc.aio.EOF:  # type: ignore[attr-defined]  # not in grpc-stubs
                 return request
         except asyncio.CancelledError:
             # Our own cancellation (the deadline), not the call's: answer it.
