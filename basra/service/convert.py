@@ -85,17 +85,6 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
         seat=seat,
         hand=cards_to_pb(seen.hand),
         floor=cards_to_pb(seen.floor),
-        seats=[
-            game_pb2.SeatSummary(
-                seat=s,
-                hand_size=seen.hand_sizes[s],
-                captured_count=seen.captured_counts[side],
-                basras=seen.basras[side],
-                score=seen.scores[side],
-                side=side,
-            )
-            for s, side in enumerate(seen.sides)
-        ],
         stock_size=seen.stock_size,
         # Kept as it always was for clients that read it; to_play is the meaningful one.
         turn=state.turn,
@@ -110,19 +99,6 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
         last_capturer=seen.last_capturer,
         rules=profile.name,
         side=seen.side,
-        sides=[
-            game_pb2.SideSummary(
-                side=side,
-                seats=_seats_of(state, side),
-                captured_count=seen.captured_counts[side],
-                basras=seen.basras[side],
-                basra_points=seen.basra_points[side],
-                score=seen.scores[side],
-                captured_specials=cards_to_pb(seen.captured_specials[side]),
-                games_won=won[side],
-            )
-            for side in range(profile.sides)
-        ],
         to_play=seen.turn,
         next_dealer=seen.next_dealer,
         games=[game_result_to_pb(n, g) for n, g in enumerate(seen.games, start=1)],
@@ -131,14 +107,37 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
         winner_side=seen.winner,
         seat_count=state.seats,
     )
+    # Built in place (add), not built and then copied in.
+    seats = out.seats
+    for s, side in enumerate(seen.sides):
+        seats.add(
+            seat=s,
+            hand_size=seen.hand_sizes[s],
+            captured_count=seen.captured_counts[side],
+            basras=seen.basras[side],
+            score=seen.scores[side],
+            side=side,
+        )
+    sides = out.sides
+    for side in range(profile.sides):
+        sides.add(
+            side=side,
+            seats=_seats_of(state, side),
+            captured_count=seen.captured_counts[side],
+            basras=seen.basras[side],
+            basra_points=seen.basra_points[side],
+            score=seen.scores[side],
+            captured_specials=cards_to_pb(seen.captured_specials[side]),
+            games_won=won[side],
+        )
     if seen.bottom_card is not None:
-        out.bottom_card.CopyFrom(card_to_pb(seen.bottom_card))
+        out.bottom_card.CopyFrom(_CARD_PB[seen.bottom_card])
     if seen.last_play is not None:
         last = seen.last_play
         out.last_play.CopyFrom(
             game_pb2.CardPlayed(
                 seat=last.seat,
-                card=card_to_pb(last.card),
+                card=_CARD_PB[last.card],
                 plan_id=last.plan,
                 captured=cards_to_pb(last.captured),
                 basra=last.basra_points > 0,

@@ -27,9 +27,10 @@ Context = grpc.aio.ServicerContext[Any, Any]
 def register(server: grpc.aio.Server, core: Servicer, deadline: RequestDeadline) -> None:
     """Serve BasraService on ``server``: one handler per RPC of the contract's descriptor.
 
-    Server-streaming RPCs are registered as request streams that take their one request within
-    ``deadline`` themselves (on the wire a unary request is a stream of one message): the
-    interceptor would otherwise wrap each of them in one more generator for its whole life."""
+    Every RPC is registered as a request stream that takes its one request within ``deadline``
+    itself (on the wire a unary request is a stream of one message), which the interceptor
+    leaves as it is: it would otherwise wrap each streaming call in one more generator for its
+    whole life, and build a handler and a coroutine more for each unary call."""
     handlers = {}
     for method in SERVICE.methods:
         request = message_factory.GetMessageClass(method.input_type)
@@ -41,8 +42,8 @@ def register(server: grpc.aio.Server, core: Servicer, deadline: RequestDeadline)
                 response_serializer=_serialized,
             )
         else:
-            handler = grpc.unary_unary_rpc_method_handler(
-                _unary(core, method.name),
+            handler = grpc.stream_unary_rpc_method_handler(
+                _unary(core, method.name, deadline),
                 request_deserializer=_parser(request),
                 response_serializer=response.SerializeToString,
             )
@@ -68,8 +69,11 @@ def _caller(context: Context, ended: asyncio.Future[None]) -> Caller:
     return Caller(metadata, context.peer(), ended)
 
 
-def _unary(core: Servicer, method: str) -> Callable[[Any, Context], Any]:
-    async def call(request: Any, context: Context) -> Any:
+def _unary(
+    core: Servicer, method: str, deadline: RequestDeadline
+) -> Callable[[AsyncIterator[Any], Context], Any]:
+    async def call(requests: AsyncIterator[Any], context: Context) -> Any:
+        request = await deadline.first(context)
         # grpc.aio cancels a unary handler whose client left: nothing waits on ``ended``.
         caller = _caller(context, asyncio.get_running_loop().create_future())
         try:
