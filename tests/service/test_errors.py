@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -12,11 +15,13 @@ import pytest
 import redis
 
 from basra.client.match import MatchClient, Rejection, card_pb, to_card
-from basra.service.store import keys
+from basra.service import logs
+from basra.service.store import MatchRecord, keys
 from basra.service.store.codec import encode_record
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
-from tests.service.conftest import new_match, rejected, rpc_error
+from tests.service.conftest import BASE, new_match, rejected, rpc_error
 from tests.service.driver import play_match, stored_record
 from tests.support import ServerThread
 
@@ -393,6 +398,19 @@ def test_creation_rate_is_limited_with_a_retry_delay(
     assert again == first
 
 
+def test_the_retry_delay_is_the_time_until_the_bucket_holds_a_creation_again(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    # One creation per 1,000 s: right after the first, the next is 1,000 s away, less the time
+    # between the two calls (a margin of 100 s here, so no timing is asserted).
+    server = start_server(create_rate=0.001, create_burst=1)
+    MatchClient.create(server.channel)
+    r = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel)))
+    assert r.retry_after_s is not None
+    assert 900 < r.retry_after_s <= 1000
+    assert r.retry_after_s == round(r.retry_after_s, 3)
+
+
 def test_history_trimmed_when_resuming_before_the_kept_events(
     start_server: Callable[..., ServerThread], redis_url: str
 ) -> None:
@@ -402,6 +420,33 @@ def test_history_trimmed_when_resuming_before_the_kept_events(
     r = Rejection.of(rpc_error(lambda: list(client.watch(0, after_version=1, timeout=5))))
     assert (r.code, r.reason) == (Code.OUT_OF_RANGE, "HISTORY_TRIMMED")
     assert int(r.metadata["oldest_version"]) > 2
+
+
+class FailingLoad(MemoryStore):
+    """The embedded store, whose load fails in a way nothing expects."""
+
+    async def load(self, match_id: str) -> MatchRecord | None:
+        raise RuntimeError("the store broke in a new way")
+
+
+def test_an_unexpected_failure_is_internal_with_no_detail_and_logged_with_its_traceback() -> None:
+    server = ServerThread(BASE, store=FailingLoad(ttl_s=60, events_maxlen=100))
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        request = pb.GetMatchRequest(match_id="M" * 22)
+        stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
+        metadata = (("authorization", "Bearer " + "t" * 43),)
+        r = Rejection.of(rpc_error(lambda: stub.GetMatch(request, metadata=metadata, timeout=10)))
+    finally:
+        logging.getLogger("basra").handlers.clear()
+        server.stop()
+    assert (r.code, r.reason) == (Code.INTERNAL, "INTERNAL")
+    assert "broke" not in r.message
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (failure,) = [r for r in records if r["level"] == "ERROR"]
+    assert failure["msg"] == "unexpected failure"
+    assert "RuntimeError: the store broke in a new way" in failure["exc"]
 
 
 def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:
