@@ -449,6 +449,21 @@ def test_an_unexpected_failure_is_internal_with_no_detail_and_logged_with_its_tr
     assert "RuntimeError: the store broke in a new way" in failure["exc"]
 
 
+def test_a_retry_on_a_match_whose_event_history_is_gone_is_match_not_found(
+    store: redis.Redis, client: MatchClient
+) -> None:
+    seat = client.view(0).turn
+    option = client.plans(seat)[0]
+    plan = 1 if option.plans else 0
+    client.play(seat, option.card, plan, request_id="retried-1")
+    store.delete(keys.events_key(client.match_id))  # the record stays, its history does not
+    r = Rejection.of(
+        rpc_error(lambda: client.play(seat, option.card, plan, request_id="retried-1"))
+    )
+    assert (r.code, r.reason) == (Code.NOT_FOUND, "MATCH_NOT_FOUND")
+    assert r.metadata == {"match_id": client.match_id}
+
+
 def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:
     record = replace(stored_record(store, client.match_id), state=b"\x01garbage")
     store.set(keys.match_key(client.match_id), encode_record(record))
