@@ -88,8 +88,27 @@ def test_a_match_plays_through_a_sentinel_url(sentinel: tuple[RedisProcess, int]
     "url", ["redis+sentinel://127.0.0.1:26379", "redis+sentinel:///basra-master"]
 )
 def test_a_sentinel_url_must_name_sentinels_and_a_master(url: str) -> None:
-    with pytest.raises(ValueError, match="names sentinels and a master"):
+    said = "a sentinel URL names sentinels and a master: redis+sentinel://host:26379/<master name>"
+    with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
         sentinel_master(url, {})
+
+
+def test_sentinel_hosts_with_and_without_ports_and_every_unknown_option_named() -> None:
+    parsed = parse_sentinel_url("redis+sentinel://[::1]:26381,[fe80::2],s3:26390,s4/m")
+    assert parsed.sentinels == (("::1", 26381), ("fe80::2", 26379), ("s3", 26390), ("s4", 26379))
+    with pytest.raises(ValueError, match=r"^unknown sentinel URL options: a, b$"):
+        parse_sentinel_url("redis+sentinel://s1/m?b=1&a=2")
+
+
+def test_the_master_gets_the_urls_db_and_the_options_and_the_sentinels_not_the_pool() -> None:
+    options = {"max_connections": 7, "socket_connect_timeout": 1.5}
+    master, sentinel = sentinel_master("redis+sentinel://s1:26380/basra-master/2", options)
+    pool = master.connection_pool
+    assert (pool.connection_kwargs["db"], pool.max_connections) == (2, 7)
+    assert pool.connection_kwargs["socket_connect_timeout"] == 1.5
+    (client,) = sentinel.sentinels
+    assert client.connection_pool.connection_kwargs["socket_connect_timeout"] == 1.5
+    assert client.connection_pool.max_connections != 7  # nothing connected: nothing to close
 
 
 def test_sentinel_needs_the_redis_server_binary() -> None:
