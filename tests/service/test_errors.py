@@ -464,6 +464,39 @@ def test_a_retry_on_a_match_whose_event_history_is_gone_is_match_not_found(
     assert r.metadata == {"match_id": client.match_id}
 
 
+def test_what_applies_only_to_creating_or_to_a_watch_is_refused_saying_so_and_logged(
+    server: ServerThread, client: MatchClient
+) -> None:
+    seat = client.view(0).turn
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        said = {}
+        for field, extra in (("seed", {"seed": 3}), ("seat", {"seat": 1})):
+            request = pb.DealRequest(match_id=client.match_id, **extra)  # type: ignore[arg-type]
+            deal = partial(client.stub.Deal, request, metadata=client.metadata(seat))
+            said[field] = Rejection.of(rpc_error(deal)).message
+        watch = pb.WatchMatchRequest(match_id=client.match_id, after_version=-1)
+        streamed = partial(client.stub.WatchMatch, watch, metadata=client.metadata(seat))
+        said["after_version"] = Rejection.of(rpc_error(lambda: list(streamed()))).message
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    assert said == {
+        "seed": "seed: applies only to creating a match",
+        "seat": "seat: applies only to creating a match",
+        "after_version": "after_version: must be 0 or more",
+    }
+    # The refused stream is logged and counted like a unary call, with its method and match.
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (logged,) = [r for r in records if r.get("method") == "WatchMatch"]
+    assert (logged["msg"], logged["code"]) == ("call rejected", "INVALID_ARGUMENT")
+    assert logged["match_id"] == client.match_id
+    count = server.server.metrics.registry.get_sample_value(
+        "basra_rpc_calls_total", {"method": "WatchMatch", "code": "INVALID_ARGUMENT"}
+    )
+    assert count == 1
+
+
 def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:
     record = replace(stored_record(store, client.match_id), state=b"\x01garbage")
     store.set(keys.match_key(client.match_id), encode_record(record))
