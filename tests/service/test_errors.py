@@ -497,6 +497,17 @@ def test_what_applies_only_to_creating_or_to_a_watch_is_refused_saying_so_and_lo
     assert count == 1
 
 
+def test_a_stream_request_that_does_not_parse_is_invalid_argument(server: ServerThread) -> None:
+    watch = server.channel.unary_stream(
+        "/basra.v1.BasraService/WatchMatch",
+        request_serializer=lambda raw: raw,
+        response_deserializer=pb.WatchMatchResponse.FromString,
+    )
+    r = Rejection.of(rpc_error(lambda: list(watch(b"\xff\xff\xff", timeout=10))))
+    assert (r.code, r.reason) == (Code.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+    assert r.message == "request: is not a valid basra.v1.WatchMatchRequest message"
+
+
 def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:
     record = replace(stored_record(store, client.match_id), state=b"\x01garbage")
     store.set(keys.match_key(client.match_id), encode_record(record))
