@@ -495,6 +495,11 @@ def test_what_applies_only_to_creating_or_to_a_watch_is_refused_saying_so_and_lo
         "basra_rpc_calls_total", {"method": "WatchMatch", "code": "INVALID_ARGUMENT"}
     )
     assert count == 1
+    took = server.server.metrics.registry.get_sample_value(
+        "basra_rpc_latency_seconds_sum", {"method": "WatchMatch"}
+    )
+    assert took is not None
+    assert 0 <= took < 60  # its latency, not a clock reading
 
 
 def test_a_stream_request_that_does_not_parse_is_invalid_argument(server: ServerThread) -> None:
