@@ -502,6 +502,27 @@ def test_what_applies_only_to_creating_or_to_a_watch_is_refused_saying_so_and_lo
     assert 0 <= took < 60  # its latency, not a clock reading
 
 
+def test_a_stream_that_ends_is_logged_and_counted_with_its_method_and_match(
+    server: ServerThread, client: MatchClient
+) -> None:
+    play_match(client, random.Random(2))  # to its end
+    last = client.view(0).version
+    buffer = io.StringIO()
+    logs.setup("DEBUG", buffer)
+    try:
+        assert list(client.watch(0, after_version=last, timeout=10)) == []  # all was sent
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (logged,) = [r for r in records if r.get("method") == "WatchMatch"]
+    assert (logged["msg"], logged["code"], logged["match_id"]) == ("call", "OK", client.match_id)
+    assert 0 <= logged["ms"] < 60_000
+    count = server.server.metrics.registry.get_sample_value(
+        "basra_rpc_calls_total", {"method": "WatchMatch", "code": "OK"}
+    )
+    assert count == 1
+
+
 def test_a_stream_request_that_does_not_parse_is_invalid_argument(server: ServerThread) -> None:
     watch = server.channel.unary_stream(
         "/basra.v1.BasraService/WatchMatch",
