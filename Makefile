@@ -177,17 +177,27 @@ test: lint typecheck unit ## set up and run the whole suite
 bench: $(STAMP) $(ENGINE) redis-server ## engine and service figures, last line JSON
 	$(BIN)/python -m tests.bench
 
-# Mutation testing with mutmut (configured in pyproject.toml, [tool.mutmut]): slow, so not part of
-# `make test`; run it before a release. It mutates basra/engine and the service's auth, servicer
-# core and stores, runs only the tests that reach each mutated function (niced, Hypothesis's CI
-# profile, the engine's .py sources: mutants are never compiled), then prints the score per area
+# Mutation testing with mutmut (configured in pyproject.toml, [tool.mutmut] and one
+# [tool.basra.mutation.<area>] table per area): slow, so not part of `make test`; run it before a
+# release. Each area runs in its own copy of the tree, build/mutation/<area> (tests/mutation/area.py;
+# its mutants/ keeps the results, so a stopped run resumes): the engine on its .py sources
+# (mutants are never compiled), the service's auth, servicer core and stores on the compiled
+# engine with the service tests that run in seconds. mutmut runs, niced, only the tests that reach
+# each mutated function (Hypothesis's CI profile), then the report prints the score per module
 # and every survivor (tests/mutation/report.py).
-# MUTANTS narrows a run to mutmut name globs: make mutation MUTANTS='basra.engine.plans*'
+# AREA picks the areas, MUTANTS narrows a run to mutmut name globs:
+#   make mutation AREA=service MUTANTS='basra.service.servicer*'
+AREA ?= engine service
 MUTANTS ?=
 .PHONY: mutation
-mutation: $(STAMP) redis-server ## mutation score of the engine and service core (slow)
-	BASRA_ENGINE=pure BASRA_HYPOTHESIS_PROFILE=ci nice -n 10 $(BIN)/mutmut run $(MUTANTS)
-	$(BIN)/python -m tests.mutation.report
+mutation: $(STAMP) $(ENGINE) redis-server ## mutation score of the engine and service core (slow)
+	@for area in $(AREA); do \
+	  dir=$$($(BIN)/python -m tests.mutation.area $$area) || exit 1; \
+	  engine=$$([ $$area = engine ] && echo pure || cat $(ENGINE)); \
+	  (cd $$dir && BASRA_ENGINE=$$engine BASRA_HYPOTHESIS_PROFILE=ci nice -n 15 \
+	    $(CURDIR)/$(BIN)/mutmut run $(MUTANTS); \
+	    $(CURDIR)/$(BIN)/python -m tests.mutation.report) || exit 1; \
+	done
 
 golden: $(STAMP) ## rewrite the golden transcripts
 	$(BIN)/python -m tests.engine.transcript --update

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 import shutil
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,7 +21,12 @@ from basra.client.match import MatchClient, Rejection
 from basra.service import logs
 from basra.service.config import Settings
 from basra.service.store import keys
-from basra.service.store.redis import RedisStore, parse_sentinel_url, sentinel_master
+from basra.service.store.redis import (
+    RedisStore,
+    _connection_failure,
+    parse_sentinel_url,
+    sentinel_master,
+)
 from tests.service.conftest import rpc_error
 from tests.service.driver import engine_replay, play_match, stored_state
 from tests.support import REDIS_SERVER, RedisProcess, ServerThread, free_port, wait_until
@@ -81,8 +88,27 @@ def test_a_match_plays_through_a_sentinel_url(sentinel: tuple[RedisProcess, int]
     "url", ["redis+sentinel://127.0.0.1:26379", "redis+sentinel:///basra-master"]
 )
 def test_a_sentinel_url_must_name_sentinels_and_a_master(url: str) -> None:
-    with pytest.raises(ValueError, match="names sentinels and a master"):
+    said = "a sentinel URL names sentinels and a master: redis+sentinel://host:26379/<master name>"
+    with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
         sentinel_master(url, {})
+
+
+def test_sentinel_hosts_with_and_without_ports_and_every_unknown_option_named() -> None:
+    parsed = parse_sentinel_url("redis+sentinel://[::1]:26381,[fe80::2],s3:26390,s4/m")
+    assert parsed.sentinels == (("::1", 26381), ("fe80::2", 26379), ("s3", 26390), ("s4", 26379))
+    with pytest.raises(ValueError, match=r"^unknown sentinel URL options: a, b$"):
+        parse_sentinel_url("redis+sentinel://s1/m?b=1&a=2")
+
+
+def test_the_master_gets_the_urls_db_and_the_options_and_the_sentinels_not_the_pool() -> None:
+    options = {"max_connections": 7, "socket_connect_timeout": 1.5}
+    master, sentinel = sentinel_master("redis+sentinel://s1:26380/basra-master/2", options)
+    pool = master.connection_pool
+    assert (pool.connection_kwargs["db"], pool.max_connections) == (2, 7)
+    assert pool.connection_kwargs["socket_connect_timeout"] == 1.5
+    (client,) = sentinel.sentinels
+    assert client.connection_pool.connection_kwargs["socket_connect_timeout"] == 1.5
+    assert client.connection_pool.max_connections != 7  # nothing connected: nothing to close
 
 
 def test_sentinel_needs_the_redis_server_binary() -> None:
@@ -288,5 +314,23 @@ def test_a_tls_sentinel_with_the_wrong_ca_is_refused_with_a_clear_error(
         for logger in ("basra.rpc", "basra.server"):
             said = logged[logger]
             assert f"sentinel 127.0.0.1:{sentinel_port}: TLS certificate not trusted" in said
+        # Whole, it gives OpenSSL's verdict in words only (not its source file and line).
+        for record in caplog.records:
+            if record.name in ("basra.rpc", "basra.server"):
+                cause = str(getattr(record, "cause", ""))
+                assert re.search(r"TLS certificate not trusted \([a-z -]+\): check ssl_ca", cause)
     finally:
         server.stop()
+
+
+def test_an_untrusted_certificate_is_named_wherever_it_is_in_the_chain_of_causes() -> None:
+    untrusted = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    untrusted.verify_message = "self-signed certificate"
+    said = "TLS certificate not trusted (self-signed certificate): check ssl_ca_certs"
+    caused = redis.ConnectionError("Error connecting to 127.0.0.1:26379")
+    caused.__cause__ = untrusted
+    assert _connection_failure(caused) == said
+    in_context = OSError("the handshake failed")
+    in_context.__context__ = untrusted
+    assert _connection_failure(in_context) == said
+    assert _connection_failure(redis.ConnectionError("Connection refused")) == "Connection refused"

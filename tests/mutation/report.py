@@ -69,6 +69,8 @@ def main() -> int:
             print(f"equivalent.txt: {name} is killed now: remove it from the list")
     for part in ("engine", "service"):
         names = [n for n in found if area(n) == part]
+        if not names:
+            continue  # `make mutation AREA=...` ran the other area only
         counts = Counter(found[n] for n in names if n not in listed)
         equivalent = sum(1 for n in names if n in listed)
         detected = sum(counts[s] for s in DETECTED)

@@ -10,6 +10,10 @@ import grpc
 import redis
 
 from basra.client.match import MatchClient, Rejection
+from basra.engine import ERAM, encode
+from basra.engine import new_match as new_state
+from basra.service.servicer import RecordCache, StateCache
+from basra.service.store import MatchRecord
 from basra.v1 import game_pb2
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import audit_replay, play_match, stored_state
@@ -254,3 +258,34 @@ def test_a_replica_whose_memory_is_stale_decides_again_on_the_store_before_rejec
     response = client.play(seat, again.card, 1 if again.plans else 0, expected_version=3)
     assert response.view.version == 4
     assert client.view(0).version == 4
+
+
+def test_a_replica_remembers_the_last_record_of_each_recent_match_and_forgets_on_request() -> None:
+    def record(match_id: str, version: int) -> MatchRecord:
+        return MatchRecord(match_id, version, b"", (), b"", ())
+
+    remembered = RecordCache(size=2)
+    remembered.put(record("a", 1))
+    remembered.put(record("b", 1))
+    remembered.put(record("a", 3))  # the last seen wins, and "a" is now the most recent
+    assert remembered.get("a") == record("a", 3)
+    remembered.put(record("c", 1))  # over the size: the least recent ("b") goes
+    assert (remembered.get("b"), remembered.get("c")) == (None, record("c", 1))
+    remembered.forget("a")  # an expired match
+    assert remembered.get("a") is None
+    remembered.forget("never-seen")  # nothing to forget is no error
+    assert remembered.get("c") == record("c", 1)
+
+
+def test_decoded_states_are_kept_by_their_bytes_the_most_recently_put_first() -> None:
+    states = StateCache(size=2)
+    first, second, third = (new_state(seed, ERAM)[0] for seed in (1, 2, 3))
+    decoded = states.decode(encode(first))
+    assert decoded == first
+    assert states.decode(encode(first)) is decoded  # kept, not decoded again
+    states.put(encode(second), second)
+    states.put(encode(third), third)  # over the size: the least recently put (first) goes
+    assert states.decode(encode(third)) is third
+    again = states.decode(encode(first))
+    assert again == first
+    assert again is not decoded  # decoded afresh

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -12,11 +15,13 @@ import pytest
 import redis
 
 from basra.client.match import MatchClient, Rejection, card_pb, to_card
-from basra.service.store import keys
+from basra.service import logs
+from basra.service.store import MatchRecord, keys
 from basra.service.store.codec import encode_record
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
-from tests.service.conftest import new_match, rejected, rpc_error
+from tests.service.conftest import BASE, new_match, rejected, rpc_error
 from tests.service.driver import play_match, stored_record
 from tests.support import ServerThread
 
@@ -393,6 +398,19 @@ def test_creation_rate_is_limited_with_a_retry_delay(
     assert again == first
 
 
+def test_the_retry_delay_is_the_time_until_the_bucket_holds_a_creation_again(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    # One creation per 1,000 s: right after the first, the next is 1,000 s away, less the time
+    # between the two calls (a margin of 100 s here, so no timing is asserted).
+    server = start_server(create_rate=0.001, create_burst=1)
+    MatchClient.create(server.channel)
+    r = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel)))
+    assert r.retry_after_s is not None
+    assert 900 < r.retry_after_s <= 1000
+    assert r.retry_after_s == round(r.retry_after_s, 3)
+
+
 def test_history_trimmed_when_resuming_before_the_kept_events(
     start_server: Callable[..., ServerThread], redis_url: str
 ) -> None:
@@ -402,6 +420,118 @@ def test_history_trimmed_when_resuming_before_the_kept_events(
     r = Rejection.of(rpc_error(lambda: list(client.watch(0, after_version=1, timeout=5))))
     assert (r.code, r.reason) == (Code.OUT_OF_RANGE, "HISTORY_TRIMMED")
     assert int(r.metadata["oldest_version"]) > 2
+
+
+class FailingLoad(MemoryStore):
+    """The embedded store, whose load fails in a way nothing expects."""
+
+    async def load(self, match_id: str) -> MatchRecord | None:
+        raise RuntimeError("the store broke in a new way")
+
+
+def test_an_unexpected_failure_is_internal_with_no_detail_and_logged_with_its_traceback() -> None:
+    server = ServerThread(BASE, store=FailingLoad(ttl_s=60, events_maxlen=100))
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        request = pb.GetMatchRequest(match_id="M" * 22)
+        stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
+        metadata = (("authorization", "Bearer " + "t" * 43),)
+        r = Rejection.of(rpc_error(lambda: stub.GetMatch(request, metadata=metadata, timeout=10)))
+    finally:
+        logging.getLogger("basra").handlers.clear()
+        server.stop()
+    assert (r.code, r.reason) == (Code.INTERNAL, "INTERNAL")
+    assert "broke" not in r.message
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (failure,) = [r for r in records if r["level"] == "ERROR"]
+    assert failure["msg"] == "unexpected failure"
+    assert "RuntimeError: the store broke in a new way" in failure["exc"]
+
+
+def test_a_retry_on_a_match_whose_event_history_is_gone_is_match_not_found(
+    store: redis.Redis, client: MatchClient
+) -> None:
+    seat = client.view(0).turn
+    option = client.plans(seat)[0]
+    plan = 1 if option.plans else 0
+    client.play(seat, option.card, plan, request_id="retried-1")
+    store.delete(keys.events_key(client.match_id))  # the record stays, its history does not
+    r = Rejection.of(
+        rpc_error(lambda: client.play(seat, option.card, plan, request_id="retried-1"))
+    )
+    assert (r.code, r.reason) == (Code.NOT_FOUND, "MATCH_NOT_FOUND")
+    assert r.metadata == {"match_id": client.match_id}
+
+
+def test_what_applies_only_to_creating_or_to_a_watch_is_refused_saying_so_and_logged(
+    server: ServerThread, client: MatchClient
+) -> None:
+    seat = client.view(0).turn
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        said = {}
+        for field, extra in (("seed", {"seed": 3}), ("seat", {"seat": 1})):
+            request = pb.DealRequest(match_id=client.match_id, **extra)  # type: ignore[arg-type]
+            deal = partial(client.stub.Deal, request, metadata=client.metadata(seat))
+            said[field] = Rejection.of(rpc_error(deal)).message
+        watch = pb.WatchMatchRequest(match_id=client.match_id, after_version=-1)
+        streamed = partial(client.stub.WatchMatch, watch, metadata=client.metadata(seat))
+        said["after_version"] = Rejection.of(rpc_error(lambda: list(streamed()))).message
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    assert said == {
+        "seed": "seed: applies only to creating a match",
+        "seat": "seat: applies only to creating a match",
+        "after_version": "after_version: must be 0 or more",
+    }
+    # The refused stream is logged and counted like a unary call, with its method and match.
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (logged,) = [r for r in records if r.get("method") == "WatchMatch"]
+    assert (logged["msg"], logged["code"]) == ("call rejected", "INVALID_ARGUMENT")
+    assert logged["match_id"] == client.match_id
+    count = server.server.metrics.registry.get_sample_value(
+        "basra_rpc_calls_total", {"method": "WatchMatch", "code": "INVALID_ARGUMENT"}
+    )
+    assert count == 1
+    took = server.server.metrics.registry.get_sample_value(
+        "basra_rpc_latency_seconds_sum", {"method": "WatchMatch"}
+    )
+    assert took is not None
+    assert 0 <= took < 60  # its latency, not a clock reading
+
+
+def test_a_stream_that_ends_is_logged_and_counted_with_its_method_and_match(
+    server: ServerThread, client: MatchClient
+) -> None:
+    play_match(client, random.Random(2))  # to its end
+    last = client.view(0).version
+    buffer = io.StringIO()
+    logs.setup("DEBUG", buffer)
+    try:
+        assert list(client.watch(0, after_version=last, timeout=10)) == []  # all was sent
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (logged,) = [r for r in records if r.get("method") == "WatchMatch"]
+    assert (logged["msg"], logged["code"], logged["match_id"]) == ("call", "OK", client.match_id)
+    assert 0 <= logged["ms"] < 60_000
+    count = server.server.metrics.registry.get_sample_value(
+        "basra_rpc_calls_total", {"method": "WatchMatch", "code": "OK"}
+    )
+    assert count == 1
+
+
+def test_a_stream_request_that_does_not_parse_is_invalid_argument(server: ServerThread) -> None:
+    watch = server.channel.unary_stream(
+        "/basra.v1.BasraService/WatchMatch",
+        request_serializer=lambda raw: raw,
+        response_deserializer=pb.WatchMatchResponse.FromString,
+    )
+    r = Rejection.of(rpc_error(lambda: list(watch(b"\xff\xff\xff", timeout=10))))
+    assert (r.code, r.reason) == (Code.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+    assert r.message == "request: is not a valid basra.v1.WatchMatchRequest message"
 
 
 def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:

@@ -313,16 +313,26 @@ def test_a_body_that_is_not_the_request_gets_the_same_typed_error_as_on_grpc(
     start_server: Callable[..., ServerThread],
 ) -> None:
     server = start_server()
-    status, headers, body = post(
-        server,
-        f"/{SERVICE.full_name}/Play",
-        b"\xff\xff\xff",
-        {"content-type": "application/proto"},
-    )
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        status, headers, body = post(
+            server,
+            f"/{SERVICE.full_name}/Play",
+            b"\xff\xff\xff",
+            {"content-type": "application/proto"},
+        )
+    finally:
+        logging.getLogger("basra").handlers.clear()
     assert status == 400
     assert headers["content-type"] == "application/json"
     error = json.loads(body)
     assert error["code"] == "invalid_argument"
+    assert error["message"] == "request: is not a valid basra.v1.PlayRequest message"
+    # The call is logged like any rejected call, with no match id (none could be read).
+    (rejected,) = [r for r in map(json.loads, buffer.getvalue().splitlines()) if "method" in r]
+    assert (rejected["msg"], rejected["code"]) == ("call rejected", "INVALID_ARGUMENT")
+    assert rejected["match_id"] == ""
     (info,) = [d for d in error["details"] if d["type"] == "google.rpc.ErrorInfo"]
     decoded = error_details_pb2.ErrorInfo.FromString(_b64(info["value"]))
     assert (decoded.reason, dict(decoded.metadata)) == ("INVALID_ARGUMENT", {"field": "request"})

@@ -49,6 +49,10 @@ def test_resuming_beyond_a_rolled_back_match_is_version_ahead_and_recoverable(
     r = Rejection.of(error)
     assert (r.code, r.reason) == (grpc.StatusCode.OUT_OF_RANGE, "VERSION_AHEAD")
     assert r.metadata == {"after_version": str(seen), "current_version": str(current)}
+    assert r.message == (
+        f"after_version is beyond the match's current version {current}: call GetMatch and "
+        "resume from its version"
+    )
     # Recovery as the guide says: GetMatch, then resume from its version; the next play arrives.
     stream = client.stub.WatchMatch(
         pb.WatchMatchRequest(match_id=client.match_id, after_version=current),

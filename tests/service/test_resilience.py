@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -12,6 +15,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from basra.client.match import MatchClient, Rejection
+from basra.service import logs
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
 from tests.support import RedisProcess, ServerThread
@@ -57,9 +61,22 @@ def test_redis_down_gives_unavailable_and_not_serving_then_recovers(
     card = client.view(seat).hand[0]
     wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.SERVING)
     aof_redis.stop()
-    for call in (lambda: client.view(seat), lambda: client.play(seat, card)):
-        r = Rejection.of(rpc_error(call))
-        assert (r.code, r.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        for call in (lambda: client.view(seat), lambda: client.play(seat, card)):
+            r = Rejection.of(rpc_error(call))
+            assert (r.code, r.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    # Each logged as a warning with its cause, for the operator (no traceback: a known condition).
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    unavailable = [r for r in records if r["msg"] == "store unavailable"]
+    assert len(unavailable) >= 2
+    for record in unavailable:
+        assert record["level"] == "WARNING"
+        assert "exc" not in record
+        assert record["cause"] not in ("", "None")
     wait_for(lambda: health(server) == health_pb2.HealthCheckResponse.NOT_SERVING)
     assert health(server, "basra.v1.BasraService") == health_pb2.HealthCheckResponse.NOT_SERVING
     assert health(server, "liveness") == health_pb2.HealthCheckResponse.SERVING

@@ -21,7 +21,7 @@ from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import audit_states, play_match
 from tests.service.test_match_flow import cards_in
-from tests.support import ServerThread
+from tests.support import ServerThread, StreamReader, wait_until
 
 
 def watch_token(client: MatchClient, seat: int) -> str:
@@ -174,6 +174,15 @@ def test_a_match_from_before_revocation_keeps_its_watch_tokens_until_revoked(
     assert [watch_token(client, seat) for seat in (0, 1)] == old_tokens
     match = pb.GetMatchRequest(match_id=client.match_id)
     assert client.stub.GetMatch(match, metadata=bearer(old_tokens[1])).view.spectator
+    # A stream of a salt-less token goes on while the match has no watch access.
+    watch = pb.WatchMatchRequest(match_id=client.match_id)
+    stream = StreamReader(client.stub.WatchMatch(watch, metadata=bearer(old_tokens[1])))
+    try:
+        wait_until(lambda: stream.has(1), what="the salt-less token's stream is live")
+        play_match(client, random.Random(1), stop=lambda v: v.version >= 2)
+        wait_until(lambda: stream.has(2), what="the stream gets the next play")
+    finally:
+        stream.close()
     revoked = client.stub.RevokeWatchTokens(
         pb.RevokeWatchTokensRequest(match_id=client.match_id), metadata=client.metadata(0)
     )
@@ -184,8 +193,8 @@ def test_a_match_from_before_revocation_keeps_its_watch_tokens_until_revoked(
         assert (r.code, r.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID")
     assert client.stub.GetMatch(match, metadata=bearer(revoked.watch_token)).view.spectator
     assert watch_token(client, 0) == revoked.watch_token
-    play_match(client, random.Random(1), stop=lambda v: v.version >= 3)
-    assert client.view(1).version == 3
+    play_match(client, random.Random(1), stop=lambda v: v.version >= 4)
+    assert client.view(1).version == 4
 
 
 def test_a_match_whose_record_has_no_watch_tokens_gets_them(server: ServerThread) -> None:

@@ -102,6 +102,8 @@ def test_a_full_redis_is_store_full_not_internal_and_health_says_so(
     assert client.view(0).version == 1, "reads still work and nothing changed"
     records = [json.loads(line) for line in buffer.getvalue().splitlines()]
     assert [r["msg"] for r in records if r["level"] in ("WARNING", "ERROR")] == ["store full"] * 2
+    # Each with Redis's own words for it.
+    assert all("maxmemory" in r["cause"] for r in records if r["msg"] == "store full")
     assert not any("exc" in r for r in records), "no traceback for an operating condition"
     wait_health(server, health_pb2.HealthCheckResponse.NOT_SERVING)
     assert metric(server, "basra_store_full") == 1

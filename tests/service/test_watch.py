@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import io
 import json
+import logging
 import random
 import threading
 import time
@@ -21,6 +23,7 @@ import redis
 from basra.client.match import MatchClient, to_card
 from basra.engine import new_match as engine_new_match
 from basra.engine.bots import random_play
+from basra.service import logs
 from basra.service.config import Settings, from_args
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
@@ -215,11 +218,25 @@ def test_streams_lose_and_repeat_nothing_across_a_redis_restart(
         play_match(client, random.Random(5), stop=lambda v: v.version >= 6)
         for stream in streams:
             wait_for(functools.partial(stream.has, 6), "version 6 streamed")
-        aof_redis.stop()
-        aof_redis.start()  # same port; AOF replays the match
-        # Plays right away: some commits may come before the reader has subscribed again,
-        # and their wake-ups are lost; reading again after the reconnection finds them.
-        wait_for(lambda: _can_read(client), "Redis answers again")
+        buffer = io.StringIO()
+        logs.setup("INFO", buffer)
+        try:
+            aof_redis.stop()
+            aof_redis.start()  # same port; AOF replays the match
+            # Plays right away: some commits may come before the reader has subscribed again,
+            # and their wake-ups are lost; reading again after the reconnection finds them.
+            wait_for(lambda: _can_read(client), "Redis answers again")
+            wait_for(lambda: "watch reader lost" in buffer.getvalue(), "the loss logged")
+        finally:
+            logging.getLogger("basra").handlers.clear()
+        # The loss is a warning naming the node (none: not a Cluster) and why, no traceback.
+        records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+        lost = [r for r in records if r["msg"] == "watch reader lost its Redis connection"]
+        assert lost
+        for record in lost:
+            assert (record["level"], record["node"]) == ("WARNING", "")
+            assert record["cause"].partition(": ")[0].endswith("Error")
+            assert "exc" not in record
         play_match(client, random.Random(6), stop=lambda v: v.version >= 14)
         for stream in streams:
             wait_for(functools.partial(stream.has, 14), "version 14 streamed")
@@ -230,6 +247,27 @@ def test_streams_lose_and_repeat_nothing_across_a_redis_restart(
     finally:
         for stream in streams:
             stream.close()
+
+
+def test_the_reader_keeps_reconnecting_however_long_redis_is_down(
+    start_server: Callable[..., ServerThread], aof_redis: RedisProcess
+) -> None:
+    server = start_server(redis_url=aof_redis.url, store_timeout_s=0.5)
+    client = new_match(server, seed=9)
+    stream = collect(client, 0, 1)
+    try:
+        play_match(client, random.Random(3), stop=lambda v: v.version >= 2)
+        wait_for(functools.partial(stream.has, 2), "the stream is live")
+        aof_redis.stop()
+        # More failed attempts than the back-off has steps: the last step is kept.
+        reconnects = server.server.metrics.watch_reconnects
+        wait_for(lambda: reconnects._value.get() >= 8, "eight failed reconnections")
+        aof_redis.start()
+        wait_for(lambda: _can_read(client), "Redis answers again")
+        play_match(client, random.Random(4), stop=lambda v: v.version >= 4)
+        wait_for(functools.partial(stream.has, 4), "version 4 streamed after the outage")
+    finally:
+        stream.close()
 
 
 def _can_read(client: MatchClient) -> bool:

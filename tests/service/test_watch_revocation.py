@@ -3,6 +3,9 @@ streams of those tokens end with a typed error; seats and newer watch tokens go 
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import random
 from collections.abc import Callable
 
@@ -12,7 +15,10 @@ import redis
 from google.rpc import error_details_pb2
 
 from basra.client.match import MatchClient, Rejection
+from basra.service import logs
+from basra.service.servicer import CAS_ATTEMPTS
 from basra.service.store import keys
+from basra.service.store.base import WatchAccess
 from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
@@ -59,8 +65,17 @@ def test_revoking_ends_every_earlier_watch_token_and_hands_the_caller_a_new_one(
     client = new_match(any_server)
     earlier = [create(client, 0), create(client, 1)]
     assert all(refusal(client, t) is None for t in earlier)
-    fresh = revoke(client, client.metadata(1))
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        fresh = revoke(client, client.metadata(1))
+    finally:
+        logging.getLogger("basra").handlers.clear()
     assert fresh not in earlier
+    # The revocation is logged: which match, which seat (an operator's answer to "who did it").
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (logged,) = [r for r in records if r["msg"] == "watch tokens revoked"]
+    assert (logged["match_id"], logged["seat"], logged["level"]) == (client.match_id, 1, "INFO")
     assert [refusal(client, t) for t in earlier] == [INVALID, INVALID]
     score = pb.ScoreRequest(match_id=client.match_id)
     r = Rejection.of(rpc_error(lambda: client.stub.Score(score, metadata=bearer(earlier[0]))))
@@ -261,5 +276,60 @@ def test_a_spectators_stream_of_a_match_that_expires_ends_match_not_found() -> N
         for stream in (spectator, seat):
             r = Rejection.of(stream.error)  # type: ignore[arg-type]
             assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+    finally:
+        server.stop()
+
+
+class RacedWatchAccess(MemoryStore):
+    """The embedded store, where another replica's write of the watch access (an equal copy of
+    the one being swapped in) lands between each read of the access and the swap that follows,
+    the first ``races`` times: each of those swaps finds the access changed and fails."""
+
+    def __init__(self, races: int) -> None:
+        super().__init__(ttl_s=60, events_maxlen=1000)
+        self.races = races
+
+    async def swap_watch_access(
+        self,
+        match_id: str,
+        expected: WatchAccess | None,
+        new: WatchAccess,
+        *,
+        finished: bool,
+        revoke: bool,
+    ) -> bool:
+        if self.races > 0:
+            self.races -= 1
+            current = (await self.watch_access((match_id,)))[match_id]
+            other = WatchAccess(new.salt, new.hashes)
+            assert await super().swap_watch_access(
+                match_id, current, other, finished=finished, revoke=False
+            )
+        return await super().swap_watch_access(
+            match_id, expected, new, finished=finished, revoke=revoke
+        )
+
+
+@pytest.mark.parametrize("call", ["CreateWatchToken", "RevokeWatchTokens"])
+def test_a_seat_whose_watch_access_write_loses_a_race_reads_again_and_retries(call: str) -> None:
+    store = RacedWatchAccess(races=0)
+    server = ServerThread(BASE, store=store)
+    try:
+        client = new_match(server)
+        before = create(client, 0)
+        store.races = 3
+        method = getattr(client.stub, call)
+        request = getattr(pb, f"{call}Request")(match_id=client.match_id)
+        token = method(request, metadata=client.metadata(1), timeout=10).watch_token
+        assert store.races == 0, "each lost swap was tried again"
+        assert refusal(client, token) is None
+        assert refusal(client, before) == (INVALID if call == "RevokeWatchTokens" else None)
+        # A race lost at every attempt: the call gives up, retryable, naming the version.
+        store.races = 100
+        r = Rejection.of(rpc_error(lambda: method(request, metadata=client.metadata(1))))
+        assert (r.code, r.reason) == (grpc.StatusCode.ABORTED, "VERSION_MISMATCH")
+        assert r.message == "the match's watch tokens kept changing under this call: call it again"
+        assert r.metadata == {"current_version": "1"}
+        assert store.races == 100 - CAS_ATTEMPTS
     finally:
         server.stop()
