@@ -586,45 +586,30 @@ def test_a_create_in_a_slot_still_moving_at_its_deadline_is_unavailable_and_retr
         server.stop()
 
 
-def test_the_first_watch_token_of_a_match_in_a_moving_slot_waits_for_the_move(
-    cluster: RedisClusterProcess,
+@pytest.mark.parametrize(
+    ("rpc", "seed", "seat"), [("CreateWatchToken", 7, 0), ("RevokeWatchTokens", 8, 1)]
+)
+def test_the_first_watch_token_call_of_a_match_in_a_moving_slot_waits_for_the_move(
+    cluster: RedisClusterProcess, rpc: str, seed: int, seat: int
 ) -> None:
-    """CreateWatchToken of a match with no watch key yet, its slot half moved: the swap script
-    names the missing watch key, which the importing master refuses with TRYAGAIN. The call
-    waits for the move and succeeds once: the token works, and asked again it is the same."""
-    moved = HalfMoved(cluster, seed=7, watched=False, store_timeout_s=30)
+    """CreateWatchToken or RevokeWatchTokens of a match with no watch key yet, its slot half
+    moved: the swap script names the missing watch key, which the importing master refuses with
+    TRYAGAIN. The call waits for the move and succeeds once: the token works, and asked again
+    it is the same (after a revocation, the seat's new token is the one kept)."""
+    moved = HalfMoved(cluster, seed=seed, watched=False, store_timeout_s=30)
+    ask = (
+        moved.client.watch_token if rpc == "CreateWatchToken" else moved.client.revoke_watch_tokens
+    )
     try:
         refused = refusals(moved.target)
-        call = in_background(lambda: moved.client.watch_token(0))
+        call = in_background(lambda: ask(seat))
         wait_until(
             lambda: refusals(moved.target) > refused + TRIES or call.done(), what="TRYAGAINs"
         )
         assert not call.done(), call.exception()
         moved.finish()
         token = call.result(30)
-        assert moved.client.watch_token(0) == token
-        spectator = events_up_to(moved.client, 0, moved.version, watch_token=token)
-        assert spectator[-1].version == moved.version
-    finally:
-        moved.close()
-
-
-def test_the_first_revocation_of_a_match_in_a_moving_slot_waits_for_the_move(
-    cluster: RedisClusterProcess,
-) -> None:
-    """RevokeWatchTokens of a match with no watch key yet, its slot half moved: it waits for
-    the move like CreateWatchToken and succeeds once (the seat's new token is the one kept)."""
-    moved = HalfMoved(cluster, seed=8, watched=False, store_timeout_s=30)
-    try:
-        refused = refusals(moved.target)
-        call = in_background(lambda: moved.client.revoke_watch_tokens(1))
-        wait_until(
-            lambda: refusals(moved.target) > refused + TRIES or call.done(), what="TRYAGAINs"
-        )
-        assert not call.done(), call.exception()
-        moved.finish()
-        token = call.result(30)
-        assert moved.client.watch_token(1) == token
+        assert moved.client.watch_token(seat) == token
         spectator = events_up_to(moved.client, 0, moved.version, watch_token=token)
         assert spectator[-1].version == moved.version
     finally:
