@@ -431,12 +431,9 @@ class InstrumentedStore:
         expected: WatchAccess | None,
         new: WatchAccess,
         *,
-        finished: bool,
         revoke: bool,
     ) -> bool:
-        swap = self.inner.swap_watch_access(
-            match_id, expected, new, finished=finished, revoke=revoke
-        )
+        swap = self.inner.swap_watch_access(match_id, expected, new, revoke=revoke)
         return await self._timed("watch", swap)
 
     def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:

@@ -524,10 +524,7 @@ class Servicer:
         *,
         revoke: bool = False,
     ) -> bool:
-        finished = self._states.decode(record.state).winner is not None
-        return await self._store.swap_watch_access(
-            record.match_id, access, new, finished=finished, revoke=revoke
-        )
+        return await self._store.swap_watch_access(record.match_id, access, new, revoke=revoke)
 
     async def _spectator_salt(self, record: MatchRecord, token: str) -> bytes:
         """The watch salt ``token`` is a watch token of the match under (b"": a token of a

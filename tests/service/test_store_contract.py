@@ -282,19 +282,19 @@ def test_watch_access_is_compare_and_set_and_a_revocation_is_reported(
         mid = "M" * 22
         first = WatchAccess(b"s" * 16, (b"h" * 32, b""))
         assert await store.watch_access((mid,)) == {mid: None}
-        assert not await store.swap_watch_access(mid, None, first, finished=False, revoke=False)
+        assert not await store.swap_watch_access(mid, None, first, revoke=False)
         await store.create(new())
         feed = store.feed(lambda: None)
         await feed.follow(mid)
-        assert await store.swap_watch_access(mid, None, first, finished=False, revoke=False)
-        assert not await store.swap_watch_access(mid, None, first, finished=False, revoke=False)
+        assert await store.swap_watch_access(mid, None, first, revoke=False)
+        assert not await store.swap_watch_access(mid, None, first, revoke=False)
         current = (await store.watch_access((mid, "N" * 22)))[mid]
         assert current == first
         # A commit replaces the record only: the watch access stays as it was.
         await store.commit(mid, commit(1))
         assert (await store.watch_access((mid,)))[mid] == first
         revoked = WatchAccess(b"t" * 16, (b"", b"i" * 32))
-        assert await store.swap_watch_access(mid, current, revoked, finished=False, revoke=True)
+        assert await store.swap_watch_access(mid, current, revoked, revoke=True)
         assert (await store.watch_access((mid,)))[mid] == revoked
         seen: list[tuple[str, int]] = []
         while (mid, 0) not in seen:
@@ -509,7 +509,7 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         await store.create(new(mid))
         for key in (record, events):
             direct.pexpire(key, 5_000)  # the match idle for all but 5 s of its TTL
-        assert await store.swap_watch_access(mid, None, access, finished=False, revoke=False)
+        assert await store.swap_watch_access(mid, None, access, revoke=False)
         assert 0 < direct.pttl(record) <= 5_000
         assert lag() == 0  # the match's own expiry, from the same script
         # Played on after the watch key was made: each play gives it the match's idle TTL.
@@ -567,7 +567,7 @@ def test_embedded_store_keeps_the_watch_access_as_long_as_the_match() -> None:
 
     async def scenario() -> None:
         await store.create(new())
-        assert await store.swap_watch_access(mid, None, access, finished=False, revoke=False)
+        assert await store.swap_watch_access(mid, None, access, revoke=False)
         for version in (1, 2):  # played on for longer than the idle TTL after the swap
             now[0] += 90
             assert await store.commit(mid, commit(version))

@@ -295,19 +295,14 @@ class RacedWatchAccess(MemoryStore):
         expected: WatchAccess | None,
         new: WatchAccess,
         *,
-        finished: bool,
         revoke: bool,
     ) -> bool:
         if self.races > 0:
             self.races -= 1
             current = (await self.watch_access((match_id,)))[match_id]
             other = WatchAccess(new.salt, new.hashes)
-            assert await super().swap_watch_access(
-                match_id, current, other, finished=finished, revoke=False
-            )
-        return await super().swap_watch_access(
-            match_id, expected, new, finished=finished, revoke=revoke
-        )
+            assert await super().swap_watch_access(match_id, current, other, revoke=False)
+        return await super().swap_watch_access(match_id, expected, new, revoke=revoke)
 
 
 @pytest.mark.parametrize("call", ["CreateWatchToken", "RevokeWatchTokens"])

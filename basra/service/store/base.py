@@ -155,17 +155,15 @@ class Store(Protocol):
         expected: WatchAccess | None,
         new: WatchAccess,
         *,
-        finished: bool,
         revoke: bool,
     ) -> bool:
         """Replace the match's watch access if it is still ``expected`` (as ``watch_access``
         answered it; None: none kept); False when it is not, or the match is gone (read again).
 
         The access is kept exactly as long as the match: it takes the match's remaining
-        lifetime, and every later commit gives it the match's new one (idle or finished), so
-        ``finished`` changes nothing (callers may still pass it). With ``revoke`` the match's
-        followers are told (a change of version 0), so WatchMatch streams of revoked tokens
-        end.
+        lifetime, and every later commit gives it the match's new one (idle or finished). With
+        ``revoke`` the match's followers are told (a change of version 0), so WatchMatch
+        streams of revoked tokens end.
         """
         ...
 

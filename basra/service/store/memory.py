@@ -122,7 +122,6 @@ class MemoryStore:
         expected: WatchAccess | None,
         new: WatchAccess,
         *,
-        finished: bool,
         revoke: bool,
     ) -> bool:
         # Kept with the match: it lives exactly as long, and commits replace only the record.

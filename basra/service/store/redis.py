@@ -442,11 +442,9 @@ class RedisStore:
         expected: WatchAccess | None,
         new: WatchAccess,
         *,
-        finished: bool,
         revoke: bool,
     ) -> bool:
         names = [keys.match_key(match_id), keys.watch_key(match_id)]
-        # ``finished`` does not matter here: the access takes the match's own expiry.
         args: list[Any] = [
             b"" if expected is None else encode_watch_access(expected),
             encode_watch_access(new),
