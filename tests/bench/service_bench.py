@@ -273,7 +273,9 @@ def cpu_seconds(pid: int) -> float:
 def top_level_calls(client: redis.Redis) -> int:
     """Commands a client sent: each is a round trip. Redis counts the commands a Lua script runs
     (SET, XADD, PEXPIRE, GETRANGE) in commandstats too, so only commands the service sends
-    itself are summed; the service never sends those four directly."""
+    itself are summed. The service sends PEXPIRE directly too, but only in the same write as a
+    commit's script (the watch key's expiry), or for a lost commit without waiting for it: no
+    round trip of its own, so it is not counted."""
     stats = cast(dict[str, dict[str, Any]], client.info("commandstats"))
     sent = (
         "cmdstat_get",
