@@ -12,8 +12,13 @@ import gc
 import json
 import platform
 import random
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from basra.engine import (
     COMPILED,
@@ -31,7 +36,11 @@ from basra.engine.bots import random_play
 from basra.engine.cards import CARDS, Card, mask_of
 from basra.engine.plans import capture_plans
 
-REFERENCE_HANDS_PER_S = 9500  # fastest public engine we know (JIT TypeScript), same kind of machine
+REFERENCE_HANDS_PER_S = 9500
+"""The fastest public engine we know (JIT TypeScript), measured once by issue 13 on the machine
+of that issue: a constant, so the ratio printed beside it holds only on a machine as fast.
+``engine_instructions_per_hand`` (callgrind) is the figure that does not depend on the machine's
+speed or load."""
 
 
 def clear_caches() -> None:
@@ -62,6 +71,53 @@ def self_play_hands_per_s(seconds: float, profile: Profile = ERAM) -> float:
             state, _ = deal_next_hand(state)
         else:
             state, _ = new_match(rng.getrandbits(64), profile)
+
+
+_SELF_PLAY = """
+import random, sys
+from basra.engine import Phase, apply, deal_next_hand, new_match
+from basra.engine.bots import random_play
+rng = random.Random(1)
+state, _ = new_match(rng.getrandbits(64))
+hands = 0
+while hands < int(sys.argv[1]):
+    if state.phase is Phase.PLAYING:
+        state, _ = apply(state, random_play(state, rng))
+        continue
+    hands += 1
+    if state.phase is Phase.HAND_OVER:
+        state, _ = deal_next_hand(state)
+    else:
+        state, _ = new_match(rng.getrandbits(64))
+"""
+
+
+def instructions_per_hand(few: int = 20, many: int = 120) -> float | None:
+    """Instructions per hand of random self-play, counted by callgrind: the same count whatever
+    the machine's speed or load (for one build of Python and of the engine). Two runs, of
+    ``few`` and ``many`` hands, so that start-up and imports cancel out; None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    totals = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for hands in (few, many):
+            out = Path(tmp) / f"callgrind.{hands}"
+            subprocess.run(
+                [
+                    "valgrind",
+                    "--tool=callgrind",
+                    f"--callgrind-out-file={out}",
+                    sys.executable,
+                    "-c",
+                    _SELF_PLAY,
+                    str(hands),
+                ],
+                check=True,
+                capture_output=True,
+            )
+            summary = [line for line in out.read_text().splitlines() if line.startswith("summary:")]
+            totals.append(int(summary[0].split()[1]))
+    return (totals[1] - totals[0]) / (many - few)
 
 
 def four_seat_state_bytes() -> int:
@@ -156,6 +212,14 @@ def engine_figures(seconds: float = 3.0) -> dict[str, float | bool]:
         f"{hands / REFERENCE_HANDS_PER_S:.2f}x the {REFERENCE_HANDS_PER_S:,} hands/s of the "
         "fastest public (JIT TypeScript) engine"
     )
+    instructions = instructions_per_hand()
+    if instructions is None:
+        print("instructions per hand: not counted (no valgrind)")
+    else:
+        print(
+            f"instructions per hand (callgrind, random self-play): {instructions / 1e6:.3f} M; "
+            "unlike hands/s, this count does not depend on the machine's speed or load"
+        )
     partnership = self_play_hands_per_s(seconds, match_profile("egyptian", 4))
     print(f"random self-play, 4 seats in two partnerships (egyptian): {partnership:,.0f} hands/s")
     state_bytes = four_seat_state_bytes()
@@ -177,6 +241,7 @@ def engine_figures(seconds: float = 3.0) -> dict[str, float | bool]:
         "engine_partnership_4_seat_hands_per_s": round(partnership, 1),
         "engine_state_bytes_4_seat_mid_hand": state_bytes,
         "engine_compiled": COMPILED,
+        **({} if instructions is None else {"engine_instructions_per_hand": round(instructions)}),
     }
 
 
