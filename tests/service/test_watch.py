@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import importlib
 import io
 import json
@@ -302,6 +303,33 @@ def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_it
         assert [e.version for e in streams[1].events if e.version_complete] == [2]
     finally:
         streams[1].close()
+
+
+def test_an_idle_stream_keeps_no_request_message(any_server: ServerThread) -> None:
+    """Issue 9 (memory per idle stream): a parsed request message holds a protobuf arena of
+    its own, about half a KiB; an open stream keeps only what it took from it. Counted among
+    the process's objects while the streams wait, leaving out the client's own requests."""
+    client = new_match(any_server, seed=12)
+    requests = [pb.WatchMatchRequest(match_id=client.match_id) for _ in (0, 1)]
+    streams = [
+        StreamReader(client.stub.WatchMatch(request, metadata=client.metadata(seat)))
+        for seat, request in enumerate(requests)
+    ]
+    try:
+        for stream in streams:
+            wait_for(functools.partial(stream.has, 1), "the deal on both streams")
+        wait_for(lambda: _waiting(any_server, client.match_id) == 2, "both streams waiting")
+
+        async def held() -> int:
+            return sum(
+                isinstance(o, pb.WatchMatchRequest) and not any(o is r for r in requests)
+                for o in gc.get_objects()
+            )
+
+        assert any_server.run(held()) == 0
+    finally:
+        for stream in streams:
+            stream.close()
 
 
 def _waiting(server: ServerThread, match_id: str) -> int:
