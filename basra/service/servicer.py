@@ -24,7 +24,7 @@ import math
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
@@ -189,7 +189,7 @@ class Servicer:
 
     async def handle_stream(
         self, method: str, request: Message | MalformedRequest, caller: Caller
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Run the server-streaming RPC ``method`` (a coroutine that checks the call and returns
         its responses' iterator): its responses, then ServiceError if it fails (the only
         exception)."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import importlib
+import inspect
 import io
 import json
 import logging
@@ -302,6 +304,60 @@ def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_it
         assert [e.version for e in streams[1].events if e.version_complete] == [2]
     finally:
         streams[1].close()
+
+
+def test_an_idle_stream_keeps_no_request_message(any_server: ServerThread) -> None:
+    """Issue 9 (memory per idle stream): a parsed request message holds a protobuf arena of
+    its own, about half a KiB; an open stream keeps only what it took from it. Counted among
+    the process's objects while the streams wait, leaving out the client's own requests."""
+    client = new_match(any_server, seed=12)
+    requests = [pb.WatchMatchRequest(match_id=client.match_id) for _ in (0, 1)]
+    streams = [
+        StreamReader(client.stub.WatchMatch(request, metadata=client.metadata(seat)))
+        for seat, request in enumerate(requests)
+    ]
+    try:
+        for stream in streams:
+            wait_for(functools.partial(stream.has, 1), "the deal on both streams")
+        wait_for(lambda: _waiting(any_server, client.match_id) == 2, "both streams waiting")
+
+        async def held() -> int:
+            return sum(
+                isinstance(o, pb.WatchMatchRequest) and not any(o is r for r in requests)
+                for o in gc.get_objects()
+            )
+
+        assert any_server.run(held()) == 0
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def test_an_idle_stream_holds_no_generator_of_the_grpc_handler(any_server: ServerThread) -> None:
+    """Issue 9 (memory per idle stream): gRPC iterates a generator handler with an async
+    generator loop of its own for the stream's whole life, which keeps the generator, its
+    weak reference among the loop's async generators and the last message sent; the handler
+    is a coroutine that writes. What an idle stream still holds of the service's generators:
+    ``Servicer.handle_stream`` and ``WatchStream.responses``, no more."""
+    client = new_match(any_server, seed=13)
+    streams = [collect(client, seat, 0) for seat in (0, 1)]
+    try:
+        for stream in streams:
+            wait_for(functools.partial(stream.has, 1), "the deal on both streams")
+        wait_for(lambda: _waiting(any_server, client.match_id) == 2, "both streams waiting")
+
+        async def generators() -> list[str]:
+            return sorted(
+                o.ag_code.co_qualname
+                for o in gc.get_objects()
+                if inspect.isasyncgen(o) and "basra/service" in o.ag_code.co_filename
+            )
+
+        expected = ["Servicer.handle_stream", "WatchStream.responses"] * 2
+        assert any_server.run(generators()) == sorted(expected)
+    finally:
+        for stream in streams:
+            stream.close()
 
 
 def _waiting(server: ServerThread, match_id: str) -> int:
