@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -676,3 +677,81 @@ def test_a_play_on_a_half_moved_match_without_a_watch_key_is_not_refused(
         moved.finish()
     finally:
         moved.close()
+
+
+def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hangs(
+    cluster: RedisClusterProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A followed match's slot moves to another master, and the feed's first refresh of the
+    slot map after the move never answers: the refresh gives up at the store deadline and is
+    tried again in the same reroute, which subscribes the channel on the new master, reports
+    it read again (what was published meanwhile is lost) and closes the old master's reader,
+    left without channels. Nothing is logged as an error (the old master's MOVED is a lost
+    connection); unfollowed, the channel is unsubscribed from the new master; and the feed
+    closes cleanly while a reroute is stuck in a refresh."""
+    caplog.set_level(logging.WARNING)
+    match_id = "M" * 22
+    channel = keys.wake_channel(match_id)
+    slot = key_slot(channel.encode())
+    source = slot_owner(cluster, slot)
+    target = next(n for n in cluster.nodes if n is not source)
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=1)
+        feed = store.feed(lambda: None)
+        try:
+            await asyncio.wait_for(feed.follow(match_id), 10)
+            assert list(feed._subscribers) == [f"127.0.0.1:{source.port}"]
+            manager = cast(AsyncRedisCluster, store._redis).nodes_manager
+            refreshes: list[asyncio.Task[Any] | None] = []
+            hanging = {1}  # the refreshes (by number) that never answer
+
+            class Refreshes(type(manager)):  # type: ignore[misc]
+                __slots__ = ()  # NodesManager's: so an instance can take this class
+
+                async def initialize(self) -> None:
+                    refreshes.append(asyncio.current_task())
+                    if len(refreshes) in hanging:
+                        await asyncio.Event().wait()
+                    await super().initialize()
+
+            manager.__class__ = Refreshes
+            await asyncio.to_thread(migrate_slot, cluster, slot, target)
+            seen = []
+            while (match_id, 0) not in seen:
+                seen += [
+                    (c.match_id, c.version) for c in await asyncio.wait_for(feed.changes(), 20)
+                ]
+            assert seen == [(match_id, 0)]
+            await asyncio.to_thread(
+                wait_until, lambda: shard_channels(cluster, target) == 1, 10, "on the target"
+            )
+            assert shard_channels(cluster, source) == 0
+            with target.client() as client:
+                client.execute_command("SPUBLISH", channel, "7")
+            changes = await asyncio.wait_for(feed.changes(), 10)
+            assert [(c.match_id, c.version) for c in changes] == [(match_id, 7)]
+            await asyncio.to_thread(
+                wait_until,
+                lambda: list(feed._subscribers) == [f"127.0.0.1:{target.port}"],
+                10,
+                "the old master's reader closed",
+            )
+            first = refreshes[0]
+            assert first is not None
+            await asyncio.wait({first}, timeout=10)  # the reroute, still closing that reader
+            assert first.done()
+            assert first.exception() is None
+            assert len(refreshes) == 2  # the hung refresh and its retry, in one reroute
+            feed.unfollow(match_id)
+            await asyncio.to_thread(
+                wait_until, lambda: shard_channels(cluster) == 0, 10, "unsubscribed"
+            )
+            hanging.add(3)
+            feed._reroute()
+            await asyncio.to_thread(wait_until, lambda: len(refreshes) == 3, 10, "stuck")
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
