@@ -223,7 +223,7 @@ def test_an_idle_reader_pings_and_keeps_its_connection(own_redis: RedisProcess) 
 
 
 def test_a_connection_that_falls_silent_is_dropped_and_opened_again(
-    own_redis: RedisProcess,
+    own_redis: RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Redis stops answering (CLIENT PAUSE, as a dropped NAT entry would look): the reader
     takes the silence past poll_s plus the deadline for a dead connection and opens another,
@@ -241,4 +241,8 @@ def test_a_connection_that_falls_silent_is_dropped_and_opened_again(
         publish(own_redis, MATCH, "6")
         assert await changes_until(feed, MATCH, 6) == [(MATCH, 6)]
 
+    caplog.set_level(logging.WARNING, logger="basra.store")
     run_feed(own_redis, scenario, timeout_s=0.2, poll_s=0.1)
+    # The first loss says why: the silence, and how long it lasted.
+    lost = [r for r in caplog.records if r.getMessage() == "watch reader lost its Redis connection"]
+    assert lost[0].__dict__["cause"] == "TimeoutError: no answer from Redis for 0.3 s"
