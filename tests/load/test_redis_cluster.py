@@ -755,3 +755,6 @@ def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hang
 
     asyncio.run(scenario())
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    # The old master's reader, answered MOVED, logged its loss under the master's name.
+    lost = [r for r in caplog.records if r.getMessage() == "watch reader lost its Redis connection"]
+    assert {r.__dict__["node"] for r in lost} == {f"127.0.0.1:{source.port}"}
