@@ -246,3 +246,34 @@ def test_a_connection_that_falls_silent_is_dropped_and_opened_again(
     # The first loss says why: the silence, and how long it lasted.
     lost = [r for r in caplog.records if r.getMessage() == "watch reader lost its Redis connection"]
     assert lost[0].__dict__["cause"] == "TimeoutError: no answer from Redis for 0.3 s"
+
+
+def test_commands_answered_together_confirm_a_channel_once_all_are_answered(
+    own_redis: RedisProcess,
+) -> None:
+    """A match followed, left and followed again while Redis holds the reader's commands
+    (CLIENT PAUSE): SSUBSCRIBE, SUNSUBSCRIBE and SSUBSCRIBE of one channel wait together. Their
+    answers confirm the channel at the last one only, and none is taken for an SUNSUBSCRIBE
+    nobody sent (a slot that moved): the channel is not read again, it is reported when a
+    commit publishes, and the standalone feed never reroutes."""
+    own_redis.start()
+    channel = keys.wake_channel(MATCH).encode()
+
+    async def scenario(feed: RedisFeed, reconnects: Reconnects) -> None:
+        await asyncio.wait_for(feed.follow(OTHER), 10)  # the reader is connected
+        subscriber = feed._subscribers[""]
+        with own_redis.client() as client:
+            client.execute_command("CLIENT", "PAUSE", 1500, "ALL")
+        first = asyncio.create_task(feed.follow(MATCH))
+        await in_thread(lambda: channel in subscriber._requested, "SSUBSCRIBE sent")
+        feed.unfollow(MATCH)
+        await in_thread(lambda: channel not in subscriber._requested, "SUNSUBSCRIBE sent")
+        again = asyncio.create_task(feed.follow(MATCH))
+        await in_thread(lambda: channel in subscriber._requested, "SSUBSCRIBE sent again")
+        await asyncio.wait_for(asyncio.gather(first, again), 10)
+        publish(own_redis, MATCH, "3")
+        assert await changes_until(feed, MATCH, 3) == [(MATCH, 3)]
+        assert feed._rerouting is None
+
+    reconnects = run_feed(own_redis, scenario, timeout_s=5.0)
+    assert reconnects.count == 0
