@@ -23,7 +23,7 @@ from basra.client.match import MatchClient, Rejection
 from basra.service import auth
 from basra.service.config import Settings
 from basra.service.store import keys
-from basra.service.store.base import EventPage, MatchRecord, WatchAccess
+from basra.service.store.base import EventPage, MatchRecord, StoreUnavailableError, WatchAccess
 from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
 from basra.v1 import basra_service_pb2 as pb
@@ -679,6 +679,49 @@ def test_a_play_on_a_half_moved_match_without_a_watch_key_is_not_refused(
         moved.close()
 
 
+def hang_refreshes(store: RedisStore, hanging: set[int]) -> list[asyncio.Task[Any] | None]:
+    """Make the store's Cluster client's slot-map refreshes whose numbers (from 1) are in
+    ``hanging`` never answer, as a node that accepts connections and says nothing; the tasks
+    that asked for each refresh, in order."""
+    manager = cast(AsyncRedisCluster, store._redis).nodes_manager
+    refreshes: list[asyncio.Task[Any] | None] = []
+
+    class Refreshes(type(manager)):  # type: ignore[misc]
+        __slots__ = ()  # NodesManager's: so an instance can take this class
+
+        async def initialize(self, *args: Any, **kwargs: Any) -> None:
+            refreshes.append(asyncio.current_task())
+            if len(refreshes) in hanging:
+                await asyncio.Event().wait()
+            await super().initialize(*args, **kwargs)
+
+    manager.__class__ = Refreshes
+    return refreshes
+
+
+def test_a_follow_whose_first_slot_map_does_not_come_in_time_is_unavailable(
+    cluster: RedisClusterProcess,
+) -> None:
+    """The feed's first follow on a Cluster client that has no slot map yet asks for one; when
+    it does not come within the store deadline, follow answers StoreUnavailableError (what the
+    watch streams handle: they fail and the next stream tries again), not a bare TimeoutError
+    the streams would wait on forever; the next follow gets the map and subscribes."""
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=0.5)
+        refreshes = hang_refreshes(store, {1})
+        feed = store.feed(lambda: None)
+        try:
+            with pytest.raises(StoreUnavailableError, match="slot map"):
+                await asyncio.wait_for(feed.follow("M" * 22), 10)
+            await asyncio.wait_for(feed.follow("M" * 22), 10)
+            assert len(refreshes) == 2
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
 def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hangs(
     cluster: RedisClusterProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -702,20 +745,8 @@ def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hang
         try:
             await asyncio.wait_for(feed.follow(match_id), 10)
             assert list(feed._subscribers) == [f"127.0.0.1:{source.port}"]
-            manager = cast(AsyncRedisCluster, store._redis).nodes_manager
-            refreshes: list[asyncio.Task[Any] | None] = []
             hanging = {1}  # the refreshes (by number) that never answer
-
-            class Refreshes(type(manager)):  # type: ignore[misc]
-                __slots__ = ()  # NodesManager's: so an instance can take this class
-
-                async def initialize(self) -> None:
-                    refreshes.append(asyncio.current_task())
-                    if len(refreshes) in hanging:
-                        await asyncio.Event().wait()
-                    await super().initialize()
-
-            manager.__class__ = Refreshes
+            refreshes = hang_refreshes(store, hanging)
             await asyncio.to_thread(migrate_slot, cluster, slot, target)
             seen = []
             while (match_id, 0) not in seen:

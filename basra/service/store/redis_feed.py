@@ -292,8 +292,13 @@ class RedisFeed:
                 )
             return self._subscribers[name]
         if not client.nodes_manager.slots_cache:
-            async with asyncio.timeout(self.timeout_s):
-                await client.initialize()
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    await client.initialize()
+            except _LOST as exc:  # as every ChangeFeed method: the watch streams handle it
+                raise StoreUnavailableError(
+                    f"no Redis Cluster slot map: {type(exc).__name__}: {exc}"
+                ) from exc
         node = client.get_node_from_key(channel.decode())
         if node is None:
             raise StoreUnavailableError(f"no Redis Cluster node serves {channel!r}")
