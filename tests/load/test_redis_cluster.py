@@ -722,6 +722,30 @@ def test_a_follow_whose_first_slot_map_does_not_come_in_time_is_unavailable(
     asyncio.run(scenario())
 
 
+def test_a_follow_of_a_match_whose_slot_no_master_serves_is_unavailable(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A Cluster whose slot map leaves the match's slot to no master (its slots deleted, as
+    after losing a master with no replica): follow answers StoreUnavailableError naming the
+    channel's cluster, what the watch streams handle, not redis-py's RedisClusterException."""
+    channel = keys.wake_channel("M" * 22)
+    slot = key_slot(channel.encode())
+    for node in cluster.nodes:
+        with node.client() as client:
+            client.execute_command("CLUSTER", "DELSLOTS", slot)
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2)
+        feed = store.feed(lambda: None)
+        try:
+            with pytest.raises(StoreUnavailableError, match="no Redis Cluster"):
+                await asyncio.wait_for(feed.follow("M" * 22), 10)
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
 def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hangs(
     cluster: RedisClusterProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
