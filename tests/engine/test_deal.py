@@ -79,7 +79,7 @@ def test_non_dealer_leads_and_turns_alternate_strictly_through_six_deals() -> No
             if isinstance(event, CardPlayed):
                 seats.append(event.seat)
             if isinstance(event, CardsDealt):
-                deals.append((event.deal, event.cards_each, event.stock_left))
+                deals.append((event.hand, event.deal, event.cards_each, event.stock_left))
                 assert [len(h) for h in state.hands] == [4, 4]
         if any(isinstance(e, CardsDealt) for e in events):
             played = next(e for e in events if isinstance(e, CardPlayed))
@@ -87,7 +87,8 @@ def test_non_dealer_leads_and_turns_alternate_strictly_through_six_deals() -> No
             assert len(state.floor) <= len(floor_before) + (1 if played.trail else 0)
     leader = 1 - state.dealer
     assert seats == [leader, 1 - leader] * 24  # 48 plays
-    assert deals == [(2, 4, 32), (3, 4, 24), (4, 4, 16), (5, 4, 8), (6, 4, 0)]
+    # All within the match's first hand.
+    assert deals == [(1, 2, 4, 32), (1, 3, 4, 24), (1, 4, 4, 16), (1, 5, 4, 8), (1, 6, 4, 0)]
 
 
 def test_dealer_alternates_every_hand() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from basra.client.match import MatchClient, Rejection
 from basra.service import auth
 from basra.service.config import Settings
 from basra.service.store import keys
-from basra.service.store.base import EventPage, MatchRecord, WatchAccess
+from basra.service.store.base import EventPage, MatchRecord, StoreUnavailableError, WatchAccess
 from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
 from basra.v1 import basra_service_pb2 as pb
@@ -676,3 +677,139 @@ def test_a_play_on_a_half_moved_match_without_a_watch_key_is_not_refused(
         moved.finish()
     finally:
         moved.close()
+
+
+def hang_refreshes(store: RedisStore, hanging: set[int]) -> list[asyncio.Task[Any] | None]:
+    """Make the store's Cluster client's slot-map refreshes whose numbers (from 1) are in
+    ``hanging`` never answer, as a node that accepts connections and says nothing; the tasks
+    that asked for each refresh, in order."""
+    manager = cast(AsyncRedisCluster, store._redis).nodes_manager
+    refreshes: list[asyncio.Task[Any] | None] = []
+
+    class Refreshes(type(manager)):  # type: ignore[misc]
+        __slots__ = ()  # NodesManager's: so an instance can take this class
+
+        async def initialize(self, *args: Any, **kwargs: Any) -> None:
+            refreshes.append(asyncio.current_task())
+            if len(refreshes) in hanging:
+                await asyncio.Event().wait()
+            await super().initialize(*args, **kwargs)
+
+    manager.__class__ = Refreshes
+    return refreshes
+
+
+def test_a_follow_whose_first_slot_map_does_not_come_in_time_is_unavailable(
+    cluster: RedisClusterProcess,
+) -> None:
+    """The feed's first follow on a Cluster client that has no slot map yet asks for one; when
+    it does not come within the store deadline, follow answers StoreUnavailableError (what the
+    watch streams handle: they fail and the next stream tries again), not a bare TimeoutError
+    the streams would wait on forever; the next follow gets the map and subscribes."""
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=0.5)
+        refreshes = hang_refreshes(store, {1})
+        feed = store.feed(lambda: None)
+        try:
+            with pytest.raises(StoreUnavailableError, match="slot map"):
+                await asyncio.wait_for(feed.follow("M" * 22), 10)
+            await asyncio.wait_for(feed.follow("M" * 22), 10)
+            assert len(refreshes) == 2
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_follow_of_a_match_whose_slot_no_master_serves_is_unavailable(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A Cluster whose slot map leaves the match's slot to no master (its slots deleted, as
+    after losing a master with no replica): follow answers StoreUnavailableError naming the
+    channel's cluster, what the watch streams handle, not redis-py's RedisClusterException."""
+    channel = keys.wake_channel("M" * 22)
+    slot = key_slot(channel.encode())
+    for node in cluster.nodes:
+        with node.client() as client:
+            client.execute_command("CLUSTER", "DELSLOTS", slot)
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2)
+        feed = store.feed(lambda: None)
+        try:
+            with pytest.raises(StoreUnavailableError, match="no Redis Cluster"):
+                await asyncio.wait_for(feed.follow("M" * 22), 10)
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
+def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hangs(
+    cluster: RedisClusterProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A followed match's slot moves to another master, and the feed's first refresh of the
+    slot map after the move never answers: the refresh gives up at the store deadline and is
+    tried again in the same reroute, which subscribes the channel on the new master, reports
+    it read again (what was published meanwhile is lost) and closes the old master's reader,
+    left without channels. Nothing is logged as an error (the old master's MOVED is a lost
+    connection); unfollowed, the channel is unsubscribed from the new master; and the feed
+    closes cleanly while a reroute is stuck in a refresh."""
+    caplog.set_level(logging.WARNING)
+    match_id = "M" * 22
+    channel = keys.wake_channel(match_id)
+    slot = key_slot(channel.encode())
+    source = slot_owner(cluster, slot)
+    target = next(n for n in cluster.nodes if n is not source)
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=1)
+        feed = store.feed(lambda: None)
+        try:
+            await asyncio.wait_for(feed.follow(match_id), 10)
+            assert list(feed._subscribers) == [f"127.0.0.1:{source.port}"]
+            hanging = {1}  # the refreshes (by number) that never answer
+            refreshes = hang_refreshes(store, hanging)
+            await asyncio.to_thread(migrate_slot, cluster, slot, target)
+            seen = []
+            while (match_id, 0) not in seen:
+                seen += [
+                    (c.match_id, c.version) for c in await asyncio.wait_for(feed.changes(), 20)
+                ]
+            assert seen == [(match_id, 0)]
+            await asyncio.to_thread(
+                wait_until, lambda: shard_channels(cluster, target) == 1, 10, "on the target"
+            )
+            assert shard_channels(cluster, source) == 0
+            with target.client() as client:
+                client.execute_command("SPUBLISH", channel, "7")
+            changes = await asyncio.wait_for(feed.changes(), 10)
+            assert [(c.match_id, c.version) for c in changes] == [(match_id, 7)]
+            await asyncio.to_thread(
+                wait_until,
+                lambda: list(feed._subscribers) == [f"127.0.0.1:{target.port}"],
+                10,
+                "the old master's reader closed",
+            )
+            first = refreshes[0]
+            assert first is not None
+            await asyncio.wait({first}, timeout=10)  # the reroute, still closing that reader
+            assert first.done()
+            assert first.exception() is None
+            assert len(refreshes) == 2  # the hung refresh and its retry, in one reroute
+            feed.unfollow(match_id)
+            await asyncio.to_thread(
+                wait_until, lambda: shard_channels(cluster) == 0, 10, "unsubscribed"
+            )
+            hanging.add(3)
+            feed._reroute()
+            await asyncio.to_thread(wait_until, lambda: len(refreshes) == 3, 10, "stuck")
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    # The old master's reader, answered MOVED, logged its loss under the master's name.
+    lost = [r for r in caplog.records if r.getMessage() == "watch reader lost its Redis connection"]
+    assert {r.__dict__["node"] for r in lost} == {f"127.0.0.1:{source.port}"}

@@ -37,6 +37,10 @@ def _toml_value(value: Any) -> str:
         return "[\n" + "".join(f"    {_toml_value(v)},\n" for v in value) + "]"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):  # before int: a bool is an int
+        return "true" if value else "false"
+    if isinstance(value, int | float):  # timeout_constant = 5.0
+        return repr(value)
     raise TypeError(f"unexpected setting {value!r}")
 
 

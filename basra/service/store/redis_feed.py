@@ -292,9 +292,19 @@ class RedisFeed:
                 )
             return self._subscribers[name]
         if not client.nodes_manager.slots_cache:
-            async with asyncio.timeout(self.timeout_s):
-                await client.initialize()
-        node = client.get_node_from_key(channel.decode())
+            # Unavailable as every ChangeFeed method (the watch streams handle that, not these);
+            # RedisClusterException: a slot map that leaves slots to no master.
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    await client.initialize()
+            except (*_LOST, redis_errors.RedisClusterException) as exc:
+                raise StoreUnavailableError(
+                    f"no Redis Cluster slot map: {type(exc).__name__}: {exc}"
+                ) from exc
+        try:
+            node = client.get_node_from_key(channel.decode())
+        except redis_errors.SlotNotCoveredError:
+            node = None  # (None itself comes only of replica lookups)
         if node is None:
             raise StoreUnavailableError(f"no Redis Cluster node serves {channel!r}")
         if node.name not in self._subscribers:
