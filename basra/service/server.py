@@ -91,7 +91,9 @@ def new_event_loop(name: str) -> asyncio.AbstractEventLoop:
     if name == "uvloop":
         return uvloop.new_event_loop()
     if name == "asyncio":
-        return asyncio.new_event_loop()
+        # The standard library's own loop, whatever event loop policy the process installed
+        # (asyncio.new_event_loop() would follow the policy: uvloop.install() makes it uvloop's).
+        return asyncio.SelectorEventLoop()
     raise ValueError(f"event loop must be {' or '.join(EVENT_LOOPS)}, not {name!r}")
 
 
