@@ -20,7 +20,7 @@ import grpc
 import redis
 
 from basra.service.config import Settings
-from basra.service.server import BasraServer, create_server
+from basra.service.server import BasraServer, create_server, new_event_loop
 from basra.service.store import Store
 
 T = TypeVar("T")
@@ -152,7 +152,8 @@ class ServerThread:
             listen=listen,
             http_listen=None if settings.http_listen is None else "127.0.0.1:0",
         )
-        self.loop = asyncio.new_event_loop()
+        # The loop the settings choose, made as serve() makes it: the suite runs production's.
+        self.loop = new_event_loop(self.settings.event_loop)
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.server: BasraServer

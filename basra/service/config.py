@@ -34,6 +34,8 @@ _ORIGIN: Final = re.compile(
 _REFUSED: Final = object()
 """A setting's meaning of an empty value when it has none: the value is refused (fail closed)."""
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+# The event loops the server can run on (basra.service.server.new_event_loop builds them).
+EVENT_LOOPS: Final = ("uvloop", "asyncio")
 
 
 def setting(
@@ -84,6 +86,12 @@ def _log_level(text: str) -> str:
     if text.upper() not in LOG_LEVELS:
         raise ValueError(f"must be {', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}, not {text!r}")
     return text.upper()
+
+
+def _event_loop(text: str) -> str:
+    if text.lower() not in EVENT_LOOPS:
+        raise ValueError(f"must be {' or '.join(EVENT_LOOPS)}, not {text!r}")
+    return text.lower()
 
 
 def _redis_url(text: str) -> str:
@@ -183,6 +191,13 @@ class Settings:
     )
     log_level: str = setting(
         "INFO", "BASRA_LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR", parse=_log_level
+    )
+    event_loop: str = setting(
+        "uvloop",
+        "BASRA_EVENT_LOOP",
+        "the event loop the server runs on: 'uvloop' (libuv, less CPU per call) or 'asyncio' "
+        "(the standard library's)",
+        parse=_event_loop,
     )
     metrics_host: str | None = setting(
         None,
@@ -303,6 +318,10 @@ class Settings:
                     check(getattr(self, name))
             except ValueError as exc:
                 raise SettingError(name, str(exc)) from None
+        if self.event_loop not in EVENT_LOOPS:  # exactly: the loop is chosen by this name
+            raise SettingError(
+                "event_loop", f"must be {' or '.join(EVENT_LOOPS)}, not {self.event_loop!r}"
+            )
         if self.api_key is not None and not self.api_key.strip():
             raise SettingError("api_key", "is empty: give a key, or leave it unset for none")
         if self.drain_s < 0:
@@ -379,6 +398,12 @@ def _parse(f: Field[Any], raw: str) -> object:
     return _parser_of(f)(text)
 
 
+_CHOICES: Final[Mapping[object, str]] = {
+    _store: "{" + ",".join(STORES) + "}",
+    _event_loop: "{" + ",".join(EVENT_LOOPS) + "}",
+}
+"""The metavar of the settings that take one of a few names."""
+
 _NOT_GIVEN: Final = object()
 """The argparse default of every flag: ``from_args`` tells a flag given (even one whose value
 is None, like ``--metrics-port off``) from one left to the environment."""
@@ -413,7 +438,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=f.name,
             default=_NOT_GIVEN,
             type=convert,
-            metavar=metavar if f.metadata["parse"] is not _store else "{embedded,redis}",
+            metavar=_CHOICES.get(f.metadata["parse"], metavar),
             help=hint,
         )
 

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import grpc
+import uvloop
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from basra import engine
 from basra.service import logs
-from basra.service.config import Settings, flag_name
+from basra.service.config import EVENT_LOOPS, Settings, flag_name
 from basra.service.gc_policy import GcPolicy, PauseTimer
 from basra.service.grpc_transport import register
 from basra.service.http import HttpServer, Readiness, build_app, start_http
@@ -78,6 +79,27 @@ def _check_free(listen: str) -> None:
             if exc.errno == errno.EADDRINUSE:
                 raise
             # Another family or address gRPC may still manage (no IPv6 here): let it try.
+
+
+def new_event_loop(name: str) -> asyncio.AbstractEventLoop:
+    """A new event loop of the kind ``Settings.event_loop`` names: ``serve`` runs on it, and so
+    do the tests' in-process servers (tests/support.py), so the suite runs the production loop.
+
+    Raises:
+        ValueError: ``name`` is not one of ``EVENT_LOOPS``.
+    """
+    if name == "uvloop":
+        return uvloop.new_event_loop()
+    if name == "asyncio":
+        # The standard library's own loop, whatever event loop policy the process installed
+        # (asyncio.new_event_loop() would follow the policy: uvloop.install() makes it uvloop's).
+        return asyncio.SelectorEventLoop()
+    raise ValueError(f"event loop must be {' or '.join(EVENT_LOOPS)}, not {name!r}")
+
+
+def loop_name(loop: asyncio.AbstractEventLoop) -> str:
+    """Which of ``EVENT_LOOPS`` ``loop`` is (the "serving" log line says it)."""
+    return "uvloop" if isinstance(loop, uvloop.Loop) else "asyncio"
 
 
 def open_store(settings: Settings) -> Store:
@@ -313,6 +335,7 @@ async def run(settings: Settings) -> None:
     gc.collect()
     gc.freeze()
     server.start_gc_policy(GcPolicy(server.metrics))
+    loop = asyncio.get_running_loop()
     log.info(
         "serving",
         extra={
@@ -323,10 +346,10 @@ async def run(settings: Settings) -> None:
             # Which engine runs: mypyc-compiled, or the .py sources (no C compiler at build
             # time, or BASRA_ENGINE=pure).
             "engine": "compiled" if engine.COMPILED else "interpreted",
+            "event_loop": loop_name(loop),
         },
     )
     stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     await stopping.wait()
@@ -338,4 +361,5 @@ async def run(settings: Settings) -> None:
 def serve(settings: Settings) -> None:
     """Entry point of ``basra-engine serve``."""
     logs.setup(settings.log_level)
-    asyncio.run(run(settings))
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(settings.event_loop)) as runner:
+        runner.run(run(settings))

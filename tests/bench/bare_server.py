@@ -21,6 +21,7 @@ from typing import Any
 
 import grpc
 import redis
+import uvloop
 from redis.asyncio import Redis
 
 from basra.service.store import keys
@@ -120,10 +121,19 @@ def main() -> None:
     parser.add_argument("--record", type=Path, required=True, help="a real stored match record")
     parser.add_argument("--model", choices=["aio", "threads"], default="aio")
     parser.add_argument("--workers", type=int, default=32, help="threads of the threads model")
+    parser.add_argument(
+        "--event-loop",
+        choices=["asyncio", "uvloop"],
+        default="asyncio",
+        help="the aio model's event loop (default: asyncio's own, the targets' baseline)",
+    )
     args = parser.parse_args()
     response, record = args.response.read_bytes(), args.record.read_bytes()
     if args.model == "threads":
         serve_threads(args.listen, args.redis_url, response, record, args.workers)
+    elif args.event_loop == "uvloop":
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(serve_aio(args.listen, args.redis_url, response, record))
     else:
         asyncio.run(serve_aio(args.listen, args.redis_url, response, record))
 

@@ -380,6 +380,44 @@ def _describe(name: str, result: LoadResult) -> str:
     )
 
 
+ALTERNATIONS = 3
+"""Runs of the service and of each bare server, interleaved: on a shared, noisy machine one run
+swings by 15 %, so the figures are medians of runs taken turn about, each service run paired
+with the bare run right after it. Each of these runs lasts two thirds of the other loads' time,
+which keeps the service part of `make bench` under twice its length with single runs."""
+
+
+@dataclass
+class Run:
+    """One load run against one server process: the load, and the server's CPU per call."""
+
+    result: LoadResult
+    cpu_us: float
+
+
+def measured(pid: int, target: str, played: Sequence[Match], seconds: float, channels: int) -> Run:
+    cpu = cpu_seconds(pid)
+    result = asyncio.run(drive([target], played, channels, seconds))
+    return Run(result, (cpu_seconds(pid) - cpu) / (result.plays + result.deals) * 1e6)
+
+
+def _spread(values: Sequence[float], digits: int = 2) -> str:
+    """A median and the range around it: "0.93 (0.88-1.01)"."""
+    return (
+        f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-"
+        f"{max(values):.{digits}f})"
+    )
+
+
+def _medians(name: str, runs: Sequence[Run]) -> str:
+    """The median figures of several runs, each with its range."""
+    return (
+        f"{name}: {_spread([r.result.rps for r in runs], 0)} Play/s, p99 "
+        f"{_spread([r.result.p99_ms for r in runs], 1)} ms, server CPU per call "
+        f"{_spread([r.cpu_us for r in runs], 0)} us (median and range of {len(runs)} runs)"
+    )
+
+
 def _measure(
     redis_process: RedisProcess, tmp: Path, seconds: float, matches: int, channels: int
 ) -> dict[str, float]:
@@ -387,34 +425,93 @@ def _measure(
     seeds = list(range(1000, 1000 + matches))
     target = f"127.0.0.1:{free_port()}"
     http = f"127.0.0.1:{free_port()}"
+    bare_target = f"127.0.0.1:{free_port()}"
+    bare_uvloop_target = f"127.0.0.1:{free_port()}"
     serve = serve_command(target, redis_process.url, http_listen=http)
-    with process(serve, target) as server:
+    with contextlib.ExitStack() as servers:
+        server = servers.enter_context(process(serve, target))
         record_bytes, stream_bytes, response, record = asyncio.run(sample_match(target, client))
         (tmp / "response.bin").write_bytes(response)
         (tmp / "record.bin").write_bytes(record)
         four_seat_bytes = asyncio.run(sample_partnership_match(target, client))
-        played = asyncio.run(create_matches(target, seeds))
-        before, cpu, got = top_level_calls(client), cpu_seconds(server.pid), gets(client)
-        result = asyncio.run(drive([target], played, channels, seconds))
-        calls = top_level_calls(client) - before
-        hit_rate = 1 - (gets(client) - got) / (result.plays + result.deals)
-        play_cpu_us = (cpu_seconds(server.pid) - cpu) / (result.plays + result.deals) * 1e6
-        # The same load over the HTTP port: the same server, new matches of the same seeds,
-        # as many HTTP/2 connections as gRPC channels, Connect binary.
+        # The bare servers replay the sampled response and record: started once they exist, and
+        # idle while another server is measured.
+        bare = servers.enter_context(
+            process(bare_command(bare_target, redis_process.url, tmp), bare_target)
+        )
+        bare_uvloop = servers.enter_context(
+            process(
+                [
+                    *bare_command(bare_uvloop_target, redis_process.url, tmp),
+                    "--event-loop",
+                    "uvloop",
+                ],
+                bare_uvloop_target,
+            )
+        )
+        service_runs: list[Run] = []
+        bare_runs: list[Run] = []
+        bare_uvloop_runs: list[Run] = []
+        calls = changes = misses = 0
+        for alternation in range(ALTERNATIONS):
+            # Fresh matches of the same seeds for each service run: the same calls every time.
+            # Each bare server gets the same calls on the same match ids right after.
+            client.flushall()
+            played = asyncio.run(create_matches(target, seeds))
+            before, got = top_level_calls(client), gets(client)
+            run = measured(server.pid, target, played, seconds * 2 / 3, channels)
+            service_runs.append(run)
+            calls += top_level_calls(client) - before
+            misses += gets(client) - got
+            changes += run.result.plays + run.result.deals
+            client.flushall()
+            bare_runs.append(measured(bare.pid, bare_target, played, seconds * 2 / 3, channels))
+            client.flushall()
+            bare_uvloop_runs.append(
+                measured(bare_uvloop.pid, bare_uvloop_target, played, seconds * 2 / 3, channels)
+            )
+            for name, run in (
+                ("service", service_runs[-1]),
+                ("bare", bare_runs[-1]),
+                ("bare on uvloop", bare_uvloop_runs[-1]),
+            ):
+                print(
+                    f"  run {alternation + 1} of {ALTERNATIONS}, "
+                    + _describe(name, run.result)
+                    + f", server CPU {run.cpu_us:.0f} us per call"
+                )
+        # The same load over the HTTP port: the same server, new matches of the same seeds, as
+        # many HTTP/2 connections as gRPC channels, Connect binary.
+        client.flushall()
         fresh = asyncio.run(create_matches(target, seeds))
         cpu = cpu_seconds(server.pid)
         connect = asyncio.run(
             drive([f"http://{http}"], fresh, channels, seconds, connect=ConnectCalls)
         )
         connect_cpu_us = (cpu_seconds(server.pid) - cpu) / (connect.plays + connect.deals) * 1e6
-    print(_describe(f"service, grpc.aio, 1 process, {matches} matches in flight", result))
+    result_rps = statistics.median(r.result.rps for r in service_runs)
+    play_p99 = statistics.median(r.result.p99_ms for r in service_runs)
+    play_cpu_us = statistics.median(r.cpu_us for r in service_runs)
+    bare_rps = statistics.median(r.result.rps for r in bare_runs)
+    bare_p99 = statistics.median(r.result.p99_ms for r in bare_runs)
+    bare_cpu_us = statistics.median(r.cpu_us for r in bare_runs)
+    # Each service run against the bare run right after it: a change of the machine's load
+    # between alternations moves both.
+    ratios = [s.result.rps / b.result.rps for s, b in zip(service_runs, bare_runs, strict=True)]
+    cpu_ratios = [s.cpu_us / b.cpu_us for s, b in zip(service_runs, bare_runs, strict=True)]
+    uvloop_ratios = [
+        s.result.rps / b.result.rps for s, b in zip(service_runs, bare_uvloop_runs, strict=True)
+    ]
+    ratio = statistics.median(ratios)
+    hit_rate = 1 - misses / changes
+    print(_medians(f"service, grpc.aio, 1 process, {matches} matches in flight", service_runs))
     print(_describe("service, Connect over HTTP/2 (hypercorn), same process, same load", connect))
-    connect_ratio = connect.rps / result.rps
+    connect_ratio = connect.rps / result_rps
     print(
-        f"  connect / gRPC: {connect_ratio:.2f}; server CPU per call {connect_cpu_us:.0f} us "
-        f"(Connect) against {play_cpu_us:.0f} us (gRPC)"
+        f"  connect / gRPC (one run against the median): {connect_ratio:.2f}; server CPU per "
+        f"call {connect_cpu_us:.0f} us (Connect) against {play_cpu_us:.0f} us (gRPC)"
     )
-    roundtrips = calls / (result.plays + result.deals)
+    roundtrips = calls / changes
     print(
         f"  Redis round trips per play or deal: {roundtrips:.2f}; changes made from the "
         f"replica's remembered record: {hit_rate:.3f}"
@@ -424,25 +521,29 @@ def _measure(
         f"mid-hand); event stream {stream_bytes:,} bytes per hand (49 entries)"
     )
     print(f"  Redis memory per 4-seat partnership match: {four_seat_bytes} bytes (mid-hand)")
-    client.flushall()
-
-    bare_target = f"127.0.0.1:{free_port()}"
-    bare = bare_command(bare_target, redis_process.url, tmp)
-    with process(bare, bare_target) as bare_server:
-        cpu = cpu_seconds(bare_server.pid)
-        bare_result = asyncio.run(drive([bare_target], played, channels, seconds))
-        calls_made = bare_result.plays + bare_result.deals
-        bare_cpu_us = (cpu_seconds(bare_server.pid) - cpu) / calls_made * 1e6
-    print(_describe("bare gRPC + Redis, grpc.aio (same client, same calls)", bare_result))
-    ratio = result.rps / bare_result.rps
     print(
-        f"  play / bare: {ratio:.2f} (target 1.0 or more, p99 no worse: issue 13); p99 "
-        f"{result.p99_ms:.1f} ms against {bare_result.p99_ms:.1f} ms bare"
+        _medians("bare gRPC + Redis, grpc.aio, asyncio's loop (same client, same calls)", bare_runs)
+    )
+    print(
+        f"  play / bare: {_spread(ratios)} (median and range of the {ALTERNATIONS} paired runs; "
+        f"target 1.0 or more, p99 no worse: issue 13); p99 {play_p99:.1f} ms against "
+        f"{bare_p99:.1f} ms bare (medians)"
     )
     print(
         f"  server CPU per call: {play_cpu_us:.0f} us (service) against {bare_cpu_us:.0f} us "
-        f"(bare), {play_cpu_us / bare_cpu_us:.2f}x (target 1.2x or less): the game logic, "
-        "protobuf views and metrics cost the difference"
+        f"(bare), {_spread(cpu_ratios)}x (target 1.2x or less): the game logic, protobuf views "
+        "and metrics cost the difference"
+    )
+    print(
+        _medians(
+            "bare gRPC + Redis on uvloop (for information: not the targets' baseline)",
+            bare_uvloop_runs,
+        )
+    )
+    print(
+        f"  play / bare on uvloop: {_spread(uvloop_ratios)}; server CPU per call "
+        f"{play_cpu_us:.0f} us against "
+        f"{statistics.median(r.cpu_us for r in bare_uvloop_runs):.0f} us"
     )
     client.flushall()
 
@@ -477,14 +578,18 @@ def _measure(
         f"{spread_trips:.2f} Redis round trips per change"
     )
     return {
-        "play_rps": round(result.rps, 1),
+        "play_rps": round(result_rps, 1),
         "connect_play_rps": round(connect.rps, 1),
         "connect_play_p99_ms": round(connect.p99_ms, 2),
         "connect_vs_play_ratio": round(connect_ratio, 3),
         "connect_server_cpu_us": round(connect_cpu_us, 1),
-        "play_p99_ms": round(result.p99_ms, 2),
-        "bare_rps": round(bare_result.rps, 1),
+        "play_p99_ms": round(play_p99, 2),
+        "bare_rps": round(bare_rps, 1),
+        "bare_p99_ms": round(bare_p99, 2),
         "play_vs_bare_ratio": round(ratio, 3),
+        "play_vs_bare_ratio_min": round(min(ratios), 3),
+        "play_vs_bare_ratio_max": round(max(ratios), 3),
+        "bench_alternations": float(ALTERNATIONS),
         "redis_roundtrips_per_play": round(roundtrips, 3),
         "redis_bytes_per_match": float(record_bytes),
         "redis_stream_bytes_per_hand": float(stream_bytes),
@@ -498,6 +603,17 @@ def _measure(
         "redis_roundtrips_per_play_two_replicas_random": round(spread_trips, 3),
         "play_server_cpu_us": round(play_cpu_us, 1),
         "bare_server_cpu_us": round(bare_cpu_us, 1),
+        "play_vs_bare_server_cpu_ratio": round(statistics.median(cpu_ratios), 3),
+        "play_vs_bare_server_cpu_ratio_min": round(min(cpu_ratios), 3),
+        "play_vs_bare_server_cpu_ratio_max": round(max(cpu_ratios), 3),
+        "bare_uvloop_rps": round(statistics.median(r.result.rps for r in bare_uvloop_runs), 1),
+        "bare_uvloop_p99_ms": round(
+            statistics.median(r.result.p99_ms for r in bare_uvloop_runs), 2
+        ),
+        "bare_uvloop_server_cpu_us": round(
+            statistics.median(r.cpu_us for r in bare_uvloop_runs), 1
+        ),
+        "play_vs_bare_uvloop_ratio": round(statistics.median(uvloop_ratios), 3),
     }
 
 

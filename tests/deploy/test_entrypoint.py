@@ -226,6 +226,9 @@ def test_the_entrypoint_serves_the_probes_and_metrics_then_drains_on_sigterm(
     # The image runs the compiled engine (its ENV requires it) and its start-up log says so.
     assert env["BASRA_ENGINE"] == "compiled"
     assert '"engine": "compiled"' in output_text, output_text
+    # And on the loop the ConfigMap chooses (uvloop, the default), said by the same line.
+    (serving,) = (r for r in records if r["msg"] == "serving")
+    assert serving["event_loop"] == env["BASRA_EVENT_LOOP"] == "uvloop", serving
     # What a read-only root filesystem would refuse: nothing new in the workdir or the venv.
     assert list(workdir.iterdir()) == []
     assert files_under(venv) == installed

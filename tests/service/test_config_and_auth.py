@@ -70,6 +70,9 @@ REDIS = {"REDIS_URL": "redis://r:6379/0"}
         (["--drain-seconds", "-1"], REDIS, "--drain-seconds must be 0 or more"),
         (["--create-burst", "0"], REDIS, "--create-burst must be positive"),
         ([], {**REDIS, "BASRA_LOG_LEVEL": "LOUD"}, "$BASRA_LOG_LEVEL must be DEBUG, INFO"),
+        # An unknown loop is refused, not replaced by some default loop.
+        ([], {**REDIS, "BASRA_EVENT_LOOP": "trio"}, "$BASRA_EVENT_LOOP must be uvloop or asyncio"),
+        ([], {**REDIS, "BASRA_EVENT_LOOP": ""}, "$BASRA_EVENT_LOOP is set but empty"),
         # Fail closed: an empty secret is not "no secret", an empty URL is not "embedded".
         ([], {**REDIS, "BASRA_API_KEY": ""}, "$BASRA_API_KEY is set but empty"),
         ([], {**REDIS, "BASRA_API_KEY": "  "}, "$BASRA_API_KEY is set but empty"),
@@ -96,6 +99,17 @@ def test_the_embedded_store_is_asked_for_by_name() -> None:
     assert parse(["--store", "redis"], REDIS).store == "redis"
 
 
+def test_the_event_loop_is_uvloop_unless_asyncio_is_asked_for() -> None:
+    assert parse([], REDIS).event_loop == "uvloop"
+    assert parse([], {**REDIS, "BASRA_EVENT_LOOP": "asyncio"}).event_loop == "asyncio"
+    assert parse(["--event-loop", "ASYNCIO"], REDIS).event_loop == "asyncio"
+    flag_wins = parse(["--event-loop", "uvloop"], {**REDIS, "BASRA_EVENT_LOOP": "asyncio"})
+    assert flag_wins.event_loop == "uvloop"
+    # Built in code (tests), the name must be exact: it chooses the loop.
+    with pytest.raises(config.SettingError, match="--event-loop must be uvloop or asyncio"):
+        Settings(event_loop="UVLOOP")
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -103,6 +117,7 @@ def test_the_embedded_store_is_asked_for_by_name() -> None:
         (["--drain-seconds", "soon"], "argument --drain-seconds: must be a number, not 'soon'"),
         (["--api-key", ""], "argument --api-key: is set but empty"),
         (["--store", "disk"], "argument --store: must be embedded or redis"),
+        (["--event-loop", "tokio"], "argument --event-loop: must be uvloop or asyncio"),
     ],
 )
 def test_flag_values_that_do_not_parse_are_one_line_usage_errors(

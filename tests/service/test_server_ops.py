@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from basra.client.match import MatchClient, Rejection
 from basra.service import logs
+from basra.service.server import loop_name
 from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
@@ -253,6 +254,56 @@ def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> No
         process.wait()
         if process.stderr:
             process.stderr.close()
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_serve_runs_on_the_loop_chosen_and_its_serving_line_says_which(loop: str) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            shutil_which("basra-engine"),
+            "serve",
+            "--store",
+            "embedded",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--metrics-port",
+            "off",
+            "--http-listen",
+            "off",
+            "--drain-seconds",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BASRA_LOG_LEVEL": "INFO", "BASRA_EVENT_LOOP": loop},
+    )
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            ready = grpc.channel_ready_future(channel)
+            wait_until(lambda: ready.done() or process.poll() is not None, 60, "the server")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert process.stderr is not None
+        records = [json.loads(line) for line in process.stderr.read().splitlines()]
+        (serving,) = (r for r in records if r["msg"] == "serving")
+        assert serving["event_loop"] == loop, serving
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_in_process_servers_run_on_the_loop_their_settings_choose(
+    start_server: Callable[..., ServerThread], loop: str
+) -> None:
+    # The suite's servers (tests.support.ServerThread) make their loop as serve() does.
+    server = start_server(event_loop=loop)
+    assert loop_name(server.loop) == loop
+    new_match(server)  # and serve on it
 
 
 def shutil_which(name: str) -> str:

@@ -6,11 +6,14 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import pytest
 import redis
+import redis.asyncio
 
+from basra.service.config import EVENT_LOOPS
+from basra.service.server import new_event_loop
 from basra.service.store import (
     Commit,
     EventEntry,
@@ -23,6 +26,7 @@ from basra.service.store import (
 from basra.service.store.codec import decode_watch_access, encode_watch_access
 from basra.service.store.memory import MemoryStore
 from basra.service.store.redis import RedisStore
+from basra.service.store.redis_feed import RedisFeed
 
 StoreFactory = Callable[[], Store]
 
@@ -444,6 +448,64 @@ def test_closing_a_feed_ends_a_wait_for_changes(make_store: StoreFactory) -> Non
         assert await asyncio.wait_for(waiting, 5) == []
 
     run(make_store, scenario)
+
+
+class _WriteHook(redis.asyncio.Connection):
+    """A redis-py connection that runs the callbacks in ``armed`` once, synchronously, as it
+    writes its next command: lets a test act at that exact point of the event loop's order."""
+
+    armed: ClassVar[list[Callable[[], object]]] = []
+
+    async def connect(self) -> None:
+        await super().connect()  # type: ignore[no-untyped-call]
+        writer = self._writer
+        assert writer is not None
+        write = writer.writelines
+
+        def writelines(data: Any) -> None:
+            write(data)
+            while _WriteHook.armed:
+                _WriteHook.armed.pop()()
+
+        writer.writelines = writelines  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("loop", EVENT_LOOPS)
+def test_a_feed_closed_as_its_connection_writes_a_command_still_closes(
+    redis_url: str, loop: str
+) -> None:
+    """The feed closes although its subscriber's writer was cancelled right as it wrote a
+    command (here the SUNSUBSCRIBE of an unfollowed match; a PING or SSUBSCRIBE alike). redis-py
+    writes under asyncio.wait_for whenever the connection has a socket timeout (its default is
+    5 s), and Python 3.11's wait_for returns the write's result instead of raising a
+    cancellation that lands once the write is done: the writer went on pinging, and the
+    subscriber's close (so the server's stop) waited for it for ever. Not a matter of timing:
+    the close starts from inside the write."""
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, connection_class=_WriteHook)
+        feed = RedisFeed(client, poll_s=5, timeout_s=5, on_reconnect=lambda: None)
+        closing: list[asyncio.Task[None]] = []
+        written = asyncio.Event()
+
+        def close_now() -> None:
+            closing.append(asyncio.create_task(feed.close()))
+            written.set()
+
+        try:
+            await feed.follow("M" * 22)
+            _WriteHook.armed.append(close_now)
+            feed.unfollow("M" * 22)  # the writer wakes to send SUNSUBSCRIBE
+            # Deadlines against a hang, not measurements: nothing here waits for anything slow.
+            await asyncio.wait_for(written.wait(), 20)
+            done, _ = await asyncio.wait(closing, timeout=20)
+            assert done, "the feed's close never returned: its writer swallowed the cancellation"
+        finally:
+            _WriteHook.armed.clear()
+            await client.aclose()
+
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(loop)) as runner:
+        runner.run(scenario())
 
 
 def test_redis_store_sets_the_finished_ttl_on_both_keys_with_the_final_commit(

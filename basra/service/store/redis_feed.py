@@ -39,6 +39,12 @@ _LOST: Final = (
     TimeoutError,
 )
 _BACKOFF_S: Final = (0.05, 0.1, 0.25, 0.5, 1.0)
+# A subscriber's connection options over its client's. No socket timeout: with one, redis-py
+# writes every command under asyncio.wait_for, which on Python 3.11 returns the write's result
+# instead of raising a cancellation that lands as the write completes, so a writer cancelled
+# then (its connection lost, the feed closing) went on pinging and its subscriber's close, so a
+# server's stop, waited for ever. The reader's own deadline finds a dead connection (_read).
+_CONNECTION: Final = {"health_check_interval": 0, "socket_timeout": None}
 
 
 class _Subscriber:
@@ -286,7 +292,7 @@ class RedisFeed:
             name = ""
             if name not in self._subscribers:
                 pool = client.connection_pool
-                options = {**pool.connection_kwargs, "health_check_interval": 0}
+                options = {**pool.connection_kwargs, **_CONNECTION}
                 self._subscribers[name] = _Subscriber(
                     name, lambda: pool.connection_class(**options), self
                 )
@@ -308,7 +314,7 @@ class RedisFeed:
         if node is None:
             raise StoreUnavailableError(f"no Redis Cluster node serves {channel!r}")
         if node.name not in self._subscribers:
-            options = {**node.connection_kwargs, "health_check_interval": 0}
+            options = {**node.connection_kwargs, **_CONNECTION}
             connection_class = node.connection_class
             self._subscribers[node.name] = _Subscriber(
                 node.name, lambda: connection_class(**options), self
