@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import platform
 import random
 import shutil
@@ -94,8 +95,9 @@ while hands < int(sys.argv[1]):
 
 def instructions_per_hand(few: int = 20, many: int = 120) -> float | None:
     """Instructions per hand of random self-play, counted by callgrind: the same count whatever
-    the machine's speed or load (for one build of Python and of the engine). Two runs, of
-    ``few`` and ``many`` hands, so that start-up and imports cancel out; None without valgrind."""
+    the machine's speed or load (for one build of Python and of the engine, hashing seeded).
+    Two runs, of ``few`` and ``many`` hands, so that start-up and imports cancel out; None
+    without valgrind."""
     if shutil.which("valgrind") is None:
         return None
     totals = []
@@ -114,6 +116,8 @@ def instructions_per_hand(few: int = 20, many: int = 120) -> float | None:
                 ],
                 check=True,
                 capture_output=True,
+                # String hashing seeds the order of sets and dicts, and with it the count.
+                env={**os.environ, "PYTHONHASHSEED": "0"},
             )
             summary = [line for line in out.read_text().splitlines() if line.startswith("summary:")]
             totals.append(int(summary[0].split()[1]))
