@@ -172,25 +172,28 @@ def test_redaction_masks_anything_shaped_like_a_secret() -> None:
     assert text.count("[REDACTED]") == 3
 
 
+def embedded_serve(port: int, drain_s: int) -> list[str]:
+    """``basra-engine serve`` on the embedded store, gRPC on ``port`` only."""
+    return [
+        shutil_which("basra-engine"),
+        "serve",
+        "--store",
+        "embedded",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--metrics-port",
+        "off",
+        "--http-listen",
+        "off",
+        "--drain-seconds",
+        str(drain_s),
+    ]
+
+
 def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> None:
     port = free_port()
-    command = shutil_which("basra-engine")
     process = subprocess.Popen(
-        [
-            command,
-            "serve",
-            "--store",
-            "embedded",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--metrics-port",
-            "off",
-            "--http-listen",
-            "off",
-            "--drain-seconds",
-            "3",
-            "--allow-seeds",
-        ],
+        [*embedded_serve(port, drain_s=3), "--allow-seeds"],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "BASRA_LOG_LEVEL": "INFO"},
@@ -260,20 +263,7 @@ def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> No
 def test_serve_runs_on_the_loop_chosen_and_its_serving_line_says_which(loop: str) -> None:
     port = free_port()
     process = subprocess.Popen(
-        [
-            shutil_which("basra-engine"),
-            "serve",
-            "--store",
-            "embedded",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--metrics-port",
-            "off",
-            "--http-listen",
-            "off",
-            "--drain-seconds",
-            "0",
-        ],
+        embedded_serve(port, drain_s=0),
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "BASRA_LOG_LEVEL": "INFO", "BASRA_EVENT_LOOP": loop},
