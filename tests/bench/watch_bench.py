@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import statistics
@@ -145,11 +144,6 @@ def _measure(
     )
     opened_s = time.monotonic() - started
     assert not crowd.failed(), [s.error for s in crowd.failed()[:5]]
-    # The crowd is 10,000 clients in this one process: its own full collections (every open
-    # call's objects, walked at each) would stall its loop, and its Play and delivery figures,
-    # as 10,000 separate clients never stall. Freeze what it holds, as the server does.
-    gc.collect()
-    gc.freeze()
     time.sleep(idle_s)  # the streams stay idle: this is the scenario
     per_stream = (rss_bytes(pid) - before) / streams
     connections = redis_connections(direct)
@@ -160,7 +154,6 @@ def _measure(
         timeout=300,
         what="every stream gets its play",
     )
-    gc.unfreeze()  # measured: the crowd's objects are the collector's again as it closes
     played, played_s, played_longest = _collections_between(
         collections_before, full_collections(metrics_port)
     )
