@@ -76,10 +76,24 @@ def _port_or_off(text: str) -> int | None:
     return port
 
 
-def _store(text: str) -> str:
-    if text.lower() not in STORES:
-        raise ValueError(f"must be {' or '.join(STORES)}, not {text!r}")
-    return text.lower()
+@dataclass(frozen=True)
+class _OneOf:
+    """The parser of a setting that takes one of a few names, in any case; its flag's metavar
+    lists them."""
+
+    names: tuple[str, ...]
+
+    def __call__(self, text: str) -> str:
+        if text.lower() not in self.names:
+            raise ValueError(f"must be {' or '.join(self.names)}, not {text!r}")
+        return text.lower()
+
+    @property
+    def metavar(self) -> str:
+        return "{" + ",".join(self.names) + "}"
+
+
+_store: Final = _OneOf(STORES)
 
 
 def _log_level(text: str) -> str:
@@ -88,10 +102,7 @@ def _log_level(text: str) -> str:
     return text.upper()
 
 
-def _event_loop(text: str) -> str:
-    if text.lower() not in EVENT_LOOPS:
-        raise ValueError(f"must be {' or '.join(EVENT_LOOPS)}, not {text!r}")
-    return text.lower()
+_event_loop: Final = _OneOf(EVENT_LOOPS)
 
 
 def _redis_url(text: str) -> str:
@@ -398,12 +409,6 @@ def _parse(f: Field[Any], raw: str) -> object:
     return _parser_of(f)(text)
 
 
-_CHOICES: Final[Mapping[object, str]] = {
-    _store: "{" + ",".join(STORES) + "}",
-    _event_loop: "{" + ",".join(EVENT_LOOPS) + "}",
-}
-"""The metavar of the settings that take one of a few names."""
-
 _NOT_GIVEN: Final = object()
 """The argparse default of every flag: ``from_args`` tells a flag given (even one whose value
 is None, like ``--metrics-port off``) from one left to the environment."""
@@ -438,7 +443,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=f.name,
             default=_NOT_GIVEN,
             type=convert,
-            metavar=_CHOICES.get(f.metadata["parse"], metavar),
+            metavar=parse.metavar if isinstance(parse := f.metadata["parse"], _OneOf) else metavar,
             help=hint,
         )
 
