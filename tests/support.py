@@ -9,6 +9,7 @@ import io
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -72,6 +73,26 @@ class StreamReader:
     def close(self) -> None:
         self.call.cancel()
         self.thread.join(timeout=10)
+
+
+def embedded_serve(port: int, *flags: str) -> list[str]:
+    """``basra-engine serve`` on the embedded store, gRPC on 127.0.0.1:``port`` and no metrics
+    or HTTP port, then ``flags``: the command of the tests that serve from a child process."""
+    command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
+    assert command
+    return [
+        command,
+        "serve",
+        "--store",
+        "embedded",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--metrics-port",
+        "off",
+        "--http-listen",
+        "off",
+        *flags,
+    ]
 
 
 def free_port() -> int:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +20,7 @@ from basra.client.match import Rejection
 from basra.v1 import basra_service_pb2 as pb
 from tests.halfopen import Attack, half_open, rss_bytes
 from tests.service.conftest import rpc_error
-from tests.support import ServerThread, free_port
+from tests.support import ServerThread, embedded_serve, free_port
 
 CONNECTIONS, STREAMS, WAVES = 20, 100, 5
 # Held without bound, 10,000 half-open calls take about 230 MB (23 KB each, measured).
@@ -31,28 +29,11 @@ MAX_GROWTH = 100 * 2**20
 
 @pytest.fixture
 def server_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
-    assert command
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_")}
     log = (tmp_path / "serve.log").open("wb")
     process = subprocess.Popen(
-        [
-            command,
-            "serve",
-            "--store",
-            "embedded",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--metrics-port",
-            "off",
-            "--http-listen",
-            "off",
-            "--request-timeout-seconds",
-            "1",
-            "--max-concurrent-rpcs",
-            "300",
-        ],
+        embedded_serve(port, "--request-timeout-seconds", "1", "--max-concurrent-rpcs", "300"),
         stdout=log,
         stderr=log,
         env=env,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import json
@@ -11,11 +12,10 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from basra.service.server import loop_name
 from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
-from tests.support import ServerThread, free_port, wait_until
+from tests.support import ServerThread, embedded_serve, free_port, wait_until
 
 
 def test_health_and_reflection(server: ServerThread) -> None:
@@ -172,33 +172,25 @@ def test_redaction_masks_anything_shaped_like_a_secret() -> None:
     assert text.count("[REDACTED]") == 3
 
 
-def embedded_serve(port: int, drain_s: int) -> list[str]:
-    """``basra-engine serve`` on the embedded store, gRPC on ``port`` only."""
-    return [
-        shutil_which("basra-engine"),
-        "serve",
-        "--store",
-        "embedded",
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--metrics-port",
-        "off",
-        "--http-listen",
-        "off",
-        "--drain-seconds",
-        str(drain_s),
-    ]
+@contextlib.contextmanager
+def serving(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """A server in a child process, its log on the pipe of its stderr; killed if the test
+    leaves it running."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stderr:
+            process.stderr.close()
 
 
 def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> None:
     port = free_port()
-    process = subprocess.Popen(
-        [*embedded_serve(port, drain_s=3), "--allow-seeds"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "BASRA_LOG_LEVEL": "INFO"},
-    )
-    try:
+    command = embedded_serve(port, "--drain-seconds", "3", "--allow-seeds")
+    with serving(command, {**os.environ, "BASRA_LOG_LEVEL": "INFO"}) as process:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         ready = grpc.channel_ready_future(channel)
         # Starting a process is slow on a busy machine: wait for it to serve, or to have exited.
@@ -251,24 +243,14 @@ def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> No
         assert process.stderr is not None
         messages = [json.loads(line)["msg"] for line in process.stderr.read().splitlines()]
         assert messages[-2:] == ["draining", "stopped"]
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        if process.stderr:
-            process.stderr.close()
 
 
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
 def test_serve_runs_on_the_loop_chosen_and_its_serving_line_says_which(loop: str) -> None:
     port = free_port()
-    process = subprocess.Popen(
-        embedded_serve(port, drain_s=0),
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "BASRA_LOG_LEVEL": "INFO", "BASRA_EVENT_LOOP": loop},
-    )
-    try:
+    command = embedded_serve(port, "--drain-seconds", "0")
+    env = {**os.environ, "BASRA_LOG_LEVEL": "INFO", "BASRA_EVENT_LOOP": loop}
+    with serving(command, env) as process:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             ready = grpc.channel_ready_future(channel)
             wait_until(lambda: ready.done() or process.poll() is not None, 60, "the server")
@@ -276,14 +258,8 @@ def test_serve_runs_on_the_loop_chosen_and_its_serving_line_says_which(loop: str
         assert process.wait(timeout=30) == 0
         assert process.stderr is not None
         records = [json.loads(line) for line in process.stderr.read().splitlines()]
-        (serving,) = (r for r in records if r["msg"] == "serving")
-        assert serving["event_loop"] == loop, serving
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        if process.stderr:
-            process.stderr.close()
+        (started,) = (r for r in records if r["msg"] == "serving")
+        assert started["event_loop"] == loop, started
 
 
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
@@ -294,14 +270,6 @@ def test_in_process_servers_run_on_the_loop_their_settings_choose(
     server = start_server(event_loop=loop)
     assert loop_name(server.loop) == loop
     new_match(server)  # and serve on it
-
-
-def shutil_which(name: str) -> str:
-    import shutil
-
-    found = shutil.which(name, path=str(Path(sys.executable).parent))
-    assert found
-    return found
 
 
 def test_client_errors_unpack_exactly_one_error_info(server: ServerThread) -> None:
