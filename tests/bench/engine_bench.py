@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from basra.engine import (
@@ -53,44 +53,40 @@ def clear_caches() -> None:
         cached.cache_clear()
 
 
-def self_play_hands_per_s(seconds: float, profile: Profile = ERAM) -> float:
-    """Random self-play (ERAM, two seats, unless ``profile`` says otherwise): a random card, then
-    a random plan of it, to the end of hands."""
+def self_play(profile: Profile = ERAM) -> Iterator[None]:
+    """Random self-play (ERAM, two seats, unless ``profile`` says otherwise): a random card,
+    then a random plan of it; yields at the end of each hand, for ever (seeded: the same hands
+    every time)."""
     rng = random.Random(1)
     state, _ = new_match(rng.getrandbits(64), profile)
-    hands = 0
-    start = time.perf_counter()
-    deadline = start + seconds
     while True:
         if state.phase is Phase.PLAYING:
             state, _ = apply(state, random_play(state, rng))
             continue
-        hands += 1
-        if time.perf_counter() > deadline:
-            return hands / (time.perf_counter() - start)
+        yield
         if state.phase is Phase.HAND_OVER:
             state, _ = deal_next_hand(state)
         else:
             state, _ = new_match(rng.getrandbits(64), profile)
 
 
-_SELF_PLAY = """
-import random, sys
-from basra.engine import Phase, apply, deal_next_hand, new_match
-from basra.engine.bots import random_play
-rng = random.Random(1)
-state, _ = new_match(rng.getrandbits(64))
-hands = 0
-while hands < int(sys.argv[1]):
-    if state.phase is Phase.PLAYING:
-        state, _ = apply(state, random_play(state, rng))
-        continue
-    hands += 1
-    if state.phase is Phase.HAND_OVER:
-        state, _ = deal_next_hand(state)
-    else:
-        state, _ = new_match(rng.getrandbits(64))
-"""
+def self_play_hands_per_s(seconds: float, profile: Profile = ERAM) -> float:
+    """Hands per second of ``self_play``, played for ``seconds``."""
+    hands = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    for _ in self_play(profile):
+        hands += 1
+        if time.perf_counter() > deadline:
+            break
+    return hands / (time.perf_counter() - start)
+
+
+# The hands counted by callgrind: self_play's, in a process of their own.
+_SELF_PLAY = (
+    "import itertools, sys; from tests.bench.engine_bench import self_play; "
+    "sum(1 for _ in itertools.islice(self_play(), int(sys.argv[1])))"
+)
 
 
 def instructions_per_hand(few: int = 20, many: int = 120) -> float | None:
@@ -116,6 +112,7 @@ def instructions_per_hand(few: int = 20, many: int = 120) -> float | None:
                 ],
                 check=True,
                 capture_output=True,
+                cwd=Path(__file__).parents[2],  # where tests.bench imports from
                 # String hashing seeds the order of sets and dicts, and with it the count.
                 env={**os.environ, "PYTHONHASHSEED": "0"},
             )
