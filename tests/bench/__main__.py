@@ -1,8 +1,7 @@
 """``make bench``: engine and service figures, human-readable, then one JSON line.
 
-Bounded in time (about four and a half minutes on two cores before the service and bare servers
-were measured turn about, which adds about a minute of loads; 30 s of it the idle WatchMatch
-streams); loopback only.
+Bounded in time (about six minutes on two cores, 30 s of it the idle WatchMatch streams);
+loopback only.
 """
 
 from __future__ import annotations

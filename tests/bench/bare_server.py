@@ -131,11 +131,11 @@ def main() -> None:
     response, record = args.response.read_bytes(), args.record.read_bytes()
     if args.model == "threads":
         serve_threads(args.listen, args.redis_url, response, record, args.workers)
-    elif args.event_loop == "uvloop":
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(serve_aio(args.listen, args.redis_url, response, record))
-    else:
-        asyncio.run(serve_aio(args.listen, args.redis_url, response, record))
+        return
+    # No factory: asyncio.run's own loop.
+    loop_factory = uvloop.new_event_loop if args.event_loop == "uvloop" else None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(serve_aio(args.listen, args.redis_url, response, record))
 
 
 if __name__ == "__main__":
