@@ -323,16 +323,18 @@ class Settings:
             _origins(",".join(self.cors_origins))
         except ValueError as exc:
             raise SettingError("cors_origins", str(exc)) from None
-        for name, check in (("store", _store), ("log_level", _log_level)):
-            try:
-                if getattr(self, name) is not None:
-                    check(getattr(self, name))
-            except ValueError as exc:
-                raise SettingError(name, str(exc)) from None
-        if self.event_loop not in EVENT_LOOPS:  # exactly: the loop is chosen by this name
-            raise SettingError(
-                "event_loop", f"must be {' or '.join(EVENT_LOOPS)}, not {self.event_loop!r}"
-            )
+        try:
+            if self.log_level is not None:
+                _log_level(self.log_level)
+        except ValueError as exc:
+            raise SettingError("log_level", str(exc)) from None
+        # Exactly, not in any case as the parsers read them: the code compares these names.
+        for name, parser, value in (
+            ("store", _store, self.store),
+            ("event_loop", _event_loop, self.event_loop),
+        ):
+            if value is not None and value not in parser.names:
+                raise SettingError(name, f"must be {' or '.join(parser.names)}, not {value!r}")
         if self.api_key is not None and not self.api_key.strip():
             raise SettingError("api_key", "is empty: give a key, or leave it unset for none")
         if self.drain_s < 0:

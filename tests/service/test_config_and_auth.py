@@ -99,6 +99,16 @@ def test_the_embedded_store_is_asked_for_by_name() -> None:
     assert parse(["--store", "redis"], REDIS).store == "redis"
 
 
+def test_a_store_built_in_code_is_named_exactly() -> None:
+    # The server picks its store by these names: "REDIS" without a URL would have served from
+    # a private embedded store, "EMBEDDED" beside a URL from Redis, each passing every check.
+    with pytest.raises(config.SettingError, match="--store must be embedded or redis"):
+        Settings(store="REDIS")
+    with pytest.raises(config.SettingError, match="--store must be embedded or redis"):
+        Settings(store="EMBEDDED", redis_url=REDIS["REDIS_URL"])
+    assert Settings(store="redis", redis_url=REDIS["REDIS_URL"]).store == "redis"
+
+
 def test_the_event_loop_is_uvloop_unless_asyncio_is_asked_for() -> None:
     assert parse([], REDIS).event_loop == "uvloop"
     assert parse([], {**REDIS, "BASRA_EVENT_LOOP": "asyncio"}).event_loop == "asyncio"
