@@ -40,7 +40,7 @@ from basra.service.limits import RequestDeadline
 from basra.service.server import grpc_options
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
-from tests.bench.service_bench import process, serve_command
+from tests.bench.service_bench import cpu_seconds, process, serve_command
 from tests.load.watchers import Crowd, redis_connections
 from tests.support import RedisProcess, free_port
 
@@ -207,6 +207,8 @@ def _measure(
     connections = redis_connections(direct)
     collections_before = full_collections(metrics_port)
     plays_before = server_plays(metrics_port)
+    cpu_before, plays_started = cpu_seconds(pid), time.monotonic()
+    client_cpu_before = time.process_time()
     with _crowd_collector_off():
         crowd.play_everywhere(per_second=plays_per_s)
         crowd.wait(
@@ -214,6 +216,9 @@ def _measure(
             timeout=300,
             what="every stream gets its play",
         )
+    window_s = time.monotonic() - plays_started
+    server_busy = (cpu_seconds(pid) - cpu_before) / window_s
+    client_busy = (time.process_time() - client_cpu_before) / window_s
     played, played_s, played_longest = _collections_between(
         collections_before, full_collections(metrics_port)
     )
@@ -243,6 +248,11 @@ def _measure(
         f"{play_p99:.0f} ms, from its response to the event p99 {answer_p99:.0f} ms"
     )
     print(f"  the Play on the server, from its handler's start to its answer: {on_server}")
+    print(
+        f"  the {matches:,} plays and their events took {window_s:.1f} s "
+        f"({matches / window_s:,.0f} plays/s); CPU in use meanwhile, two cores in all: the server "
+        f"{server_busy:.0%} of a core, the crowd (this process) {client_busy:.0%}"
+    )
     print(
         f"  full garbage collections during the plays: {played} ({played_s * 1000:.0f} ms in "
         f"all, the longest at most {played_longest * 1000:g} ms); since the server started: "
