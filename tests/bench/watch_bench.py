@@ -204,6 +204,11 @@ def _measure(
     assert not crowd.failed(), [s.error for s in crowd.failed()[:5]]
     time.sleep(idle_s)  # the streams stay idle: this is the scenario
     per_stream = (rss_bytes(pid) - before) / streams
+    scrapes = []
+    for _ in range(3):
+        scrape_started = time.monotonic()
+        frozen = gauge(metrics_port, "basra_gc_frozen_objects")
+        scrapes.append((time.monotonic() - scrape_started) * 1000)
     connections = redis_connections(direct)
     collections_before = full_collections(metrics_port)
     plays_before = server_plays(metrics_port)
@@ -261,6 +266,11 @@ def _measure(
     print(
         f"  Redis connections of the replica: {connections} (command pool 64, plus the shared "
         f"reader); reader reconnects {reconnects:.0f}"
+    )
+    print(
+        f"  a scrape of the server's metrics with the streams open: {min(scrapes):.0f} ms at best "
+        f"of 3 (basra_gc_frozen_objects counts the {frozen:,.0f} frozen objects by walking each, "
+        f"and the server's loop waits for it)"
     )
     floor = grpc_floor_bytes_per_stream(crowd)
     configured = grpc_floor_bytes_per_stream(crowd, configured=True)
