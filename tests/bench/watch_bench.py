@@ -217,7 +217,7 @@ def _measure(
     with _crowd_collector_off():
         crowd.play_everywhere(per_second=plays_per_s)
         crowd.wait(
-            lambda: len(crowd.got(2)) + len(crowd.failed()) == streams,
+            lambda: crowd.arrived(2) + len(crowd.failed()) == streams,
             timeout=300,
             what="every stream gets its play",
         )

@@ -14,6 +14,7 @@ import random
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -73,6 +74,9 @@ class Crowd:
         self._readers: list[asyncio.Task[None]] = []
         self.reopened = 0
         """Streams opened again because the server cut them before their first event."""
+        self._arrivals: Counter[int] = Counter()
+        """Events received, by version, counted as they come: waiting on ``got`` would walk
+        every stream, holding the interpreter lock the streams' loop needs to read."""
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 300) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
@@ -144,6 +148,7 @@ class Crowd:
             async for response in stream.call:
                 stream.received_at.append(time.monotonic())
                 stream.events.append(response.event)
+                self._arrivals[response.event.version] += 1
         except grpc.aio.AioRpcError as error:
             stream.error = error.code()
         except asyncio.CancelledError:
@@ -190,6 +195,10 @@ class Crowd:
     def got(self, version: int) -> list[Stream]:
         """The streams that received an event of ``version``."""
         return [s for s in self.streams if any(e.version == version for e in s.events)]
+
+    def arrived(self, version: int) -> int:
+        """Events of ``version`` received so far, on every stream: cheap to poll."""
+        return self._arrivals[version]
 
     def failed(self) -> list[Stream]:
         return [s for s in self.streams if s.error is not None]
