@@ -231,28 +231,41 @@ def _group_profiles(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...
     (maximality). Leftovers are enumerated directly: sum-freeness is inherited by sub-multisets,
     so the search stops extending a leftover as soon as ``value`` becomes a reachable sum.
     """
-    reachable_mask = (1 << (value + 1)) - 1
-    leftover = [0] * len(counts)
     found: list[tuple[int, ...]] = []
-
-    def extend(u: int, reachable: int) -> None:
-        if u == 0:
-            taken = tuple(c - r for c, r in zip(counts, leftover, strict=True))
-            if sum(i * k for i, k in enumerate(taken, start=1)) % value == 0 and _splits(
-                value, taken
-            ):
-                found.append(taken)
-            return
-        for r in range(counts[u - 1] + 1):
-            leftover[u - 1] = r
-            extend(u - 1, reachable)
-            reachable = (reachable | reachable << u) & reachable_mask
-            if reachable >> value & 1:
-                break  # One more card of value u would leave a group behind.
-        leftover[u - 1] = 0
-
-    extend(len(counts), 1)
+    _extend_leftovers(value, counts, [0] * len(counts), len(counts), 1, found)
     return tuple(found)
+
+
+def _extend_leftovers(
+    value: int,
+    counts: tuple[int, ...],
+    leftover: list[int],
+    u: int,
+    reachable: int,
+    found: list[tuple[int, ...]],
+) -> None:
+    """``_group_profiles``'s search: every sum-free leftover of the values ``u`` and below,
+    given ``leftover``'s counts of the values above (``reachable``: the sums they reach, one
+    bit each), adding to ``found`` each capturable profile. A module function, not a closure:
+    compiled, its recursive calls are plain C calls."""
+    if u == 0:
+        total = 0
+        for i in range(len(counts)):  # Index loops: compiled, they are plain C.
+            total += (i + 1) * (counts[i] - leftover[i])
+        if total % value:
+            return  # Most leftovers: what they leave cannot be whole groups.
+        profile = tuple([counts[i] - leftover[i] for i in range(len(counts))])
+        if _splits(value, profile):
+            found.append(profile)
+        return
+    mask = (1 << (value + 1)) - 1
+    for r in range(counts[u - 1] + 1):
+        leftover[u - 1] = r
+        _extend_leftovers(value, counts, leftover, u - 1, reachable, found)
+        reachable = (reachable | reachable << u) & mask
+        if reachable >> value & 1:
+            break  # One more card of value u would leave a group behind.
+    leftover[u - 1] = 0
 
 
 @lru_cache(maxsize=1 << 16)
