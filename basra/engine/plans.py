@@ -246,8 +246,9 @@ def _extend_leftovers(
 ) -> None:
     """``_group_profiles``'s search: every sum-free leftover of the values ``u`` and below,
     given ``leftover``'s counts of the values above (``reachable``: the sums they reach, one
-    bit each), adding to ``found`` each capturable profile. A module function, not a closure:
-    compiled, its recursive calls are plain C calls."""
+    bit each), adding to ``found`` each capturable profile. Each call sets the count of value
+    ``u`` before it goes deeper, so a leaf reads only counts its own path set. A module
+    function, not a closure: compiled, its recursive calls are plain C calls."""
     if u == 0:
         total = 0
         for i in range(len(counts)):  # Index loops: compiled, they are plain C.
@@ -265,7 +266,6 @@ def _extend_leftovers(
         reachable = (reachable | reachable << u) & mask
         if reachable >> value & 1:
             break  # One more card of value u would leave a group behind.
-    leftover[u - 1] = 0
 
 
 @lru_cache(maxsize=1 << 16)
