@@ -103,6 +103,11 @@ def encode(state: State) -> bytes:
 
 @lru_cache(maxsize=64)
 def _profile_bytes(p: Profile) -> bytes:
+    return _profile_bytes_uncached(p)
+
+
+def _profile_bytes_uncached(p: Profile) -> bytes:
+    """``_profile_bytes`` without its cache: mutmut mutates no decorated function."""
     standard = p.points == STANDARD_POINTS
     flags = (
         _FLAG_PARTNERSHIPS * p.partnerships
@@ -331,6 +336,11 @@ class _Reader:
 @lru_cache(maxsize=256)
 def _profile(name: bytes, data: bytes) -> Profile:
     """The profile of its version 2 encoding (matches share a few profiles: cached)."""
+    return _profile_uncached(name, data)
+
+
+def _profile_uncached(name: bytes, data: bytes) -> Profile:
+    """``_profile`` without its cache: mutmut mutates no decorated function."""
     (
         seats,
         flags,
@@ -390,6 +400,11 @@ _V1_SEVEN: Final = {
 
 @lru_cache(maxsize=16)
 def _profile_v1(data: bytes) -> Profile:
+    return _profile_v1_uncached(data)
+
+
+def _profile_v1_uncached(data: bytes) -> Profile:
+    """``_profile_v1`` without its cache: mutmut mutates no decorated function."""
     name = data[: -_V1_PROFILE.size].decode()
     seats, target, per_deal, floor_cards, majority, majority_pts, basra_pts, *seven = (
         _V1_PROFILE.unpack(data[-_V1_PROFILE.size :])
@@ -463,6 +478,13 @@ def _replay_scores(
     """The current game's hand scores from their inputs (cards, specials, basras, basra points
     per side per hand). Pure and immutable, so cached: every call of a match reloads the same
     history."""
+    return _replay_scores_uncached(profile, data, first_hand, first_dealer)
+
+
+def _replay_scores_uncached(
+    profile: Profile, data: bytes, first_hand: int, first_dealer: int
+) -> tuple[HandScore, ...]:
+    """``_replay_scores`` without its cache: mutmut mutates no decorated function."""
     per_hand = _SIDE_HAND.size * profile.sides
     carry = 0
     history = []

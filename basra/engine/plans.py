@@ -213,6 +213,11 @@ def _profile_sets(
 @lru_cache(maxsize=1 << 12)
 def _choices(cards: int, k: int, table: PointTable) -> tuple[tuple[int, int], ...]:
     """Every way to pick ``k`` of ``cards`` (one value's cards) as (score, set), best first."""
+    return _choices_uncached(cards, k, table)
+
+
+def _choices_uncached(cards: int, k: int, table: PointTable) -> tuple[tuple[int, int], ...]:
+    """``_choices`` without its cache: mutmut mutates no decorated function."""
     picks = combinations(cards_of(cards), k)
     score = table.plan_scores
     return tuple(sorted(((sum(score[c] for c in p), mask_of(p)) for p in picks), reverse=True))
@@ -231,6 +236,11 @@ def _group_profiles(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...
     (maximality). Leftovers are enumerated directly: sum-freeness is inherited by sub-multisets,
     so the search stops extending a leftover as soon as ``value`` becomes a reachable sum.
     """
+    return _group_profiles_uncached(value, counts)
+
+
+def _group_profiles_uncached(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """``_group_profiles`` without its cache: mutmut mutates no decorated function."""
     found: list[tuple[int, ...]] = []
     _extend_leftovers(value, counts, [0] * len(counts), len(counts), 1, found)
     return tuple(found)
@@ -271,6 +281,11 @@ def _extend_leftovers(
 @lru_cache(maxsize=1 << 16)
 def _splits(value: int, taken: tuple[int, ...]) -> bool:
     """Whether the multiset ``taken`` (counts per value) splits into groups summing to ``value``."""
+    return _splits_uncached(value, taken)
+
+
+def _splits_uncached(value: int, taken: tuple[int, ...]) -> bool:
+    """``_splits`` without its cache: mutmut mutates no decorated function."""
     top = len(taken)
     while top and not taken[top - 1]:
         top -= 1
