@@ -575,3 +575,44 @@ def test_a_last_play_past_its_fields_is_refused(field: str, value: int) -> None:
     offset = {"seat": 0, "card": 1, "sweep": 4}[field]
     bad = data[: at + offset] + bytes((value,)) + data[at + offset + 1 :]
     assert refusal(bad) == "state bytes hold an invalid last play"
+
+
+# -- The cached decoders' bodies (mutation testing reached them only once they were split) -----
+
+
+@pytest.mark.parametrize("profile", [WIDE, NARROW], ids=describe)
+def test_a_format_1_state_keeps_every_field_of_its_profile(profile: Profile) -> None:
+    """Name, target, deal, floor and majority at their limits, none of them ERAM's."""
+    state = consistent(profile, ())
+    decoded = decode(version_1(state))
+    assert decoded == state
+    assert decoded.profile == profile
+
+
+@pytest.mark.parametrize("seats", [0, 1, 3, 4])
+def test_a_format_1_state_of_other_than_two_seats_is_refused(seats: int) -> None:
+    data = bytearray(version_1(consistent(ERAM, ())))
+    at = 2 + data[1]  # the version, the name's length, the name: then the seats
+    assert data[at] == 2
+    data[at] = seats
+    # Its 7D rule is a known one: the seats alone refuse it.
+    assert refusal(bytes(data)) == "a version 1 state must be a two-seat game with a known 7D rule"
+
+
+def test_a_point_table_round_trips_card_by_card() -> None:
+    """Several cards, each with its own points: each pair read as (card, points)."""
+    points = [0] * 52
+    points[0], points[9], points[51] = 3, 7, U8
+    profile = Profile("tabled", points=PointTable(tuple(points)))
+    assert decode_profile(encode_profile(profile)) == profile
+    assert round_trips(consistent(profile, ())).profile == profile
+
+
+@pytest.mark.parametrize("card", [52, 53, U8])
+def test_a_point_table_naming_no_card_is_refused(card: int) -> None:
+    data = bytearray(encode_profile(SPARSE))
+    assert data[-2:] == bytes((51, U8))  # its one pair, the last two bytes
+    data[-2] = card
+    with pytest.raises(CorruptStateError) as refused:
+        decode_profile(bytes(data))
+    assert str(refused.value) == "state bytes hold an invalid point table"
