@@ -334,3 +334,16 @@ def test_an_untrusted_certificate_is_named_wherever_it_is_in_the_chain_of_causes
     in_context.__context__ = untrusted
     assert _connection_failure(in_context) == said
     assert _connection_failure(redis.ConnectionError("Connection refused")) == "Connection refused"
+
+
+def test_an_untrusted_certificate_named_only_in_the_text_is_named_in_words() -> None:
+    # redis-py does not always chain the ssl error: OpenSSL's verdict is then read from the
+    # text, without its source file and line.
+    unchained = redis.ConnectionError(
+        "Error 1 connecting to 127.0.0.1:26379. [SSL: CERTIFICATE_VERIFY_FAILED] certificate "
+        "verify failed: unable to get local issuer certificate (_ssl.c:1006)."
+    )
+    assert _connection_failure(unchained) == (
+        "TLS certificate not trusted (unable to get local issuer certificate): "
+        "check ssl_ca_certs"
+    )

@@ -359,6 +359,31 @@ def test_the_redis_store_tells_the_memory_a_match_uses_and_nothing_for_an_unknow
     asyncio.run(scenario())
 
 
+def test_the_redis_store_measures_every_node_of_a_long_stream(redis_url: str) -> None:
+    # MEMORY USAGE of an aggregate samples 5 of its nodes unless told SAMPLES 0, and
+    # extrapolates from them: a stream whose entries grow, each in a node of its own (past
+    # stream-node-max-bytes), is measured whole only with SAMPLES 0.
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=100, timeout_s=5)
+        client = redis.asyncio.Redis.from_url(redis_url)
+        try:
+            await store.create(new())
+            for version in range(1, 30):
+                grown = EventEntry(version + 1, b"P", b"e" * (5000 + 400 * version), ())
+                assert await store.commit("M" * 22, replace(commit(version), entry=grown))
+            stream_key = keys.events_key("M" * 22)
+            whole = await client.memory_usage(stream_key, samples=0)
+            assert whole != await client.memory_usage(stream_key)  # the default samples 5
+            assert whole != await client.memory_usage(stream_key, samples=1)
+            record = await client.memory_usage(keys.match_key("M" * 22), samples=0)
+            assert await store.memory_usage("M" * 22) == (record, whole)
+        finally:
+            await client.aclose()
+            await store.close()
+
+    asyncio.run(scenario())
+
+
 def test_the_redis_store_packs_commands_as_redis_py_would(redis_url: str) -> None:
     # The store packs with hiredis (C) for speed: the bytes on the wire must not change.
     from redis.asyncio import Redis
