@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import grpc
 import redis
@@ -307,7 +307,8 @@ def test_a_retry_answered_from_a_request_record_written_before_versions_gets_its
     def written_before_versions(seat: int, response: bytes) -> None:
         record = stored_record(store, client.match_id)
         previous = records.SeatRequest.decode(record.requests[seat])
-        assert previous is not None and previous.response is None
+        assert previous is not None
+        assert previous.response is None
         requests = list(record.requests)
         requests[seat] = previous.request_hash + previous.fingerprint + response
         old = replace(record, requests=tuple(requests))

@@ -159,9 +159,12 @@ def test_a_next_hands_deal_names_its_match_and_list_plans_the_version_it_read(
     client = new_match(server, seed=6)
     created = client.view(0).version
     seat = client.view(0).turn
-    assert client.stub.ListPlans(
-        pb.ListPlansRequest(match_id=client.match_id), metadata=client.metadata(seat)
-    ).version == created
+    assert (
+        client.stub.ListPlans(
+            pb.ListPlansRequest(match_id=client.match_id), metadata=client.metadata(seat)
+        ).version
+        == created
+    )
     play_match(client, random.Random(3), stop=lambda v: v.status == game_pb2.MATCH_STATUS_HAND_OVER)
     over = client.view(0).version
     dealt = client.deal(1)
