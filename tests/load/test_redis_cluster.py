@@ -23,7 +23,13 @@ from basra.client.match import MatchClient, Rejection
 from basra.service import auth
 from basra.service.config import Settings
 from basra.service.store import keys
-from basra.service.store.base import EventPage, MatchRecord, StoreUnavailableError, WatchAccess
+from basra.service.store.base import (
+    EventPage,
+    MatchRecord,
+    StoreFullError,
+    StoreUnavailableError,
+    WatchAccess,
+)
 from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
 from basra.v1 import basra_service_pb2 as pb
@@ -814,3 +820,53 @@ def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hang
     # The old master's reader, answered MOVED, logged its loss under the master's name.
     lost = [r for r in caplog.records if r.getMessage() == "watch reader lost its Redis connection"]
     assert {r.__dict__["node"] for r in lost} == {f"127.0.0.1:{source.port}"}
+
+
+def test_a_cluster_out_of_memory_is_store_full_in_redis_words(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A Cluster master that refuses writes for maxmemory (noeviction): the store's call is
+    StoreFullError, saying what Redis said (the operator's cue), not a bare error."""
+    for node in cluster.nodes:
+        with node.client() as client:
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", 1)
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=5)
+        try:
+            with pytest.raises(StoreFullError) as full:
+                await asyncio.wait_for(store.ping(), 10)
+            assert str(full.value).startswith("command not allowed when used memory > 'maxmemory'")
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_cluster_call_past_its_deadline_is_unavailable_naming_the_timeout(
+    cluster: RedisClusterProcess,
+) -> None:
+    """Masters that hold every write (CLIENT PAUSE, unpaused only after the check): the call
+    ends at the store deadline as StoreUnavailableError naming the timeout (no slot moved)."""
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=0.5)
+        try:
+            await asyncio.wait_for(store.ping(), 10)  # the slot map, before the pause
+            for node in cluster.nodes:
+                with node.client() as client:
+                    client.execute_command("CLIENT", "PAUSE", 600_000, "WRITE")
+            try:
+                with pytest.raises(StoreUnavailableError) as unavailable:
+                    await asyncio.wait_for(store.ping(), 10)
+            finally:
+                for node in cluster.nodes:
+                    with node.client() as client:
+                        client.execute_command("CLIENT", "UNPAUSE")
+            assert str(unavailable.value).startswith("TimeoutError: "), unavailable.value
+            await asyncio.wait_for(store.ping(), 10)  # and the next call goes through
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
