@@ -24,6 +24,7 @@ from basra.service import auth
 from basra.service.config import Settings
 from basra.service.store import keys
 from basra.service.store.base import (
+    Change,
     EventPage,
     MatchRecord,
     StoreFullError,
@@ -867,6 +868,41 @@ def test_a_cluster_call_past_its_deadline_is_unavailable_naming_the_timeout(
             assert str(unavailable.value).startswith("TimeoutError: "), unavailable.value
             await asyncio.wait_for(store.ping(), 10)  # and the next call goes through
         finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_channel_its_master_unsubscribes_but_still_serves_is_read_again(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A master that drops the match's slot and takes it back in one transaction (CLUSTER
+    DELSLOTS, ADDSLOTS) unsubscribes the feed's reader from the slot's shard channel, as a
+    move would; the refreshed slot map still names that master, so the reader subscribes there
+    again, and reports the match to be read again (a change published in between is lost)."""
+    channel = keys.wake_channel("M" * 22)
+    slot = key_slot(channel.encode())
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2)
+        feed = store.feed(lambda: None)
+        direct = AsyncRedisCluster.from_url(cluster.url)
+        try:
+            await asyncio.wait_for(feed.follow("M" * 22), 10)
+            await asyncio.wait_for(direct.initialize(), 10)
+            owner = direct.get_node_from_key(channel)
+            assert owner is not None
+            node = next(n for n in cluster.nodes if n.port == owner.port)
+            with node.client() as client:
+                pipe = client.pipeline(transaction=True)
+                pipe.execute_command("CLUSTER", "DELSLOTS", slot)
+                pipe.execute_command("CLUSTER", "ADDSLOTS", slot)
+                pipe.execute()
+            changes = await asyncio.wait_for(feed.changes(), 10)
+            assert Change("M" * 22, 0) in changes
+            await asyncio.wait_for(feed.follow("M" * 22), 10)  # subscribed there again
+        finally:
+            await direct.aclose()
             await asyncio.wait_for(store.close(), 10)
 
     asyncio.run(scenario())
