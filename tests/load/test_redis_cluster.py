@@ -44,7 +44,7 @@ from tests.service.driver import (
     stored_record,
     stored_state,
 )
-from tests.service.test_store_contract import watch_key_lives_as_long_as_the_match
+from tests.service.test_store_contract import new, watch_key_lives_as_long_as_the_match
 from tests.support import (
     RedisClusterProcess,
     RedisProcess,
@@ -906,3 +906,31 @@ def test_a_channel_its_master_unsubscribes_but_still_serves_is_read_again(
             await asyncio.wait_for(store.close(), 10)
 
     asyncio.run(scenario())
+
+
+def test_a_store_call_still_refused_at_its_deadline_names_the_last_refusal(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A create whose slot stays half-moved past the store deadline: StoreUnavailableError
+    says the slot was still moving, with the last refusal (TRYAGAIN, or redis-py's "TTL
+    exhausted." after its own tries) as its text and its cause."""
+    match_id = "M" * 22
+    slot = key_slot(keys.match_key(match_id).encode())
+    source = slot_owner(cluster, slot)
+    target = next(n for n in cluster.nodes if n is not source)
+    begin_slot_move(cluster, slot, target)
+
+    async def scenario() -> StoreUnavailableError:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2)
+        try:
+            with pytest.raises(StoreUnavailableError) as unavailable:
+                await asyncio.wait_for(store.create(new(match_id)), 10)
+            return unavailable.value
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    error = asyncio.run(scenario())
+    end_slot_move(cluster, slot, source, target)
+    cause = error.__cause__
+    assert isinstance(cause, redis.exceptions.TryAgainError | redis.exceptions.ClusterError)
+    assert str(error) == f"a slot of the match was still moving at the deadline: {cause}"
