@@ -170,6 +170,22 @@ def test_events_come_in_order_after_a_version_with_each_seats_dealt_cards(
     run(make_store, scenario)
 
 
+def test_an_entry_dealing_to_a_later_seat_only_comes_back_as_it_was_written(
+    make_store: StoreFactory,
+) -> None:
+    # The first seats dealt nothing (a deal to seat 2 of three, say): their parts come back
+    # empty, as written, and the entry compares equal to the one committed.
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        later = replace(commit(1), entry=entry(2, (b"", b"", b"\x05\x06")))
+        assert await store.commit("M" * 22, later)
+        (got,) = (await store.events("M" * 22, 1)).entries
+        assert got == entry(2, (b"", b"", b"\x05\x06"))
+        assert got.private == (b"", b"", b"\x05\x06")
+
+    run(make_store, scenario)
+
+
 def test_the_feed_reports_each_commit_of_a_followed_match_once_it_is_followed(
     make_store: StoreFactory,
 ) -> None:
