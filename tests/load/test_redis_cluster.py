@@ -23,7 +23,14 @@ from basra.client.match import MatchClient, Rejection
 from basra.service import auth
 from basra.service.config import Settings
 from basra.service.store import keys
-from basra.service.store.base import EventPage, MatchRecord, StoreUnavailableError, WatchAccess
+from basra.service.store.base import (
+    Change,
+    EventPage,
+    MatchRecord,
+    StoreFullError,
+    StoreUnavailableError,
+    WatchAccess,
+)
 from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
 from basra.v1 import basra_service_pb2 as pb
@@ -37,7 +44,7 @@ from tests.service.driver import (
     stored_record,
     stored_state,
 )
-from tests.service.test_store_contract import watch_key_lives_as_long_as_the_match
+from tests.service.test_store_contract import new, watch_key_lives_as_long_as_the_match
 from tests.support import (
     RedisClusterProcess,
     RedisProcess,
@@ -712,7 +719,8 @@ def test_a_follow_whose_first_slot_map_does_not_come_in_time_is_unavailable(
         refreshes = hang_refreshes(store, {1})
         feed = store.feed(lambda: None)
         try:
-            with pytest.raises(StoreUnavailableError, match="slot map"):
+            # The error names what kept the map from coming: the store deadline.
+            with pytest.raises(StoreUnavailableError, match=r"^no Redis Cluster slot map: Timeout"):
                 await asyncio.wait_for(feed.follow("M" * 22), 10)
             await asyncio.wait_for(feed.follow("M" * 22), 10)
             assert len(refreshes) == 2
@@ -813,3 +821,116 @@ def test_the_feed_follows_a_moved_slot_even_when_its_first_slot_map_refresh_hang
     # The old master's reader, answered MOVED, logged its loss under the master's name.
     lost = [r for r in caplog.records if r.getMessage() == "watch reader lost its Redis connection"]
     assert {r.__dict__["node"] for r in lost} == {f"127.0.0.1:{source.port}"}
+
+
+def test_a_cluster_out_of_memory_is_store_full_in_redis_words(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A Cluster master that refuses writes for maxmemory (noeviction): the store's call is
+    StoreFullError, saying what Redis said (the operator's cue), not a bare error."""
+    for node in cluster.nodes:
+        with node.client() as client:
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", 1)
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=5)
+        try:
+            with pytest.raises(StoreFullError) as full:
+                await asyncio.wait_for(store.ping(), 10)
+            assert str(full.value).startswith("command not allowed when used memory > 'maxmemory'")
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_cluster_call_past_its_deadline_is_unavailable_naming_the_timeout(
+    cluster: RedisClusterProcess,
+) -> None:
+    """Masters that hold every write (CLIENT PAUSE, unpaused only after the check): the call
+    ends at the store deadline as StoreUnavailableError naming the timeout (no slot moved)."""
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=0.5)
+        try:
+            await asyncio.wait_for(store.ping(), 10)  # the slot map, before the pause
+            for node in cluster.nodes:
+                with node.client() as client:
+                    client.execute_command("CLIENT", "PAUSE", 600_000, "WRITE")
+            try:
+                with pytest.raises(StoreUnavailableError) as unavailable:
+                    await asyncio.wait_for(store.ping(), 10)
+            finally:
+                for node in cluster.nodes:
+                    with node.client() as client:
+                        client.execute_command("CLIENT", "UNPAUSE")
+            assert str(unavailable.value).startswith("TimeoutError: "), unavailable.value
+            await asyncio.wait_for(store.ping(), 10)  # and the next call goes through
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_channel_its_master_unsubscribes_but_still_serves_is_read_again(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A master that drops the match's slot and takes it back in one transaction (CLUSTER
+    DELSLOTS, ADDSLOTS) unsubscribes the feed's reader from the slot's shard channel, as a
+    move would; the refreshed slot map still names that master, so the reader subscribes there
+    again, and reports the match to be read again (a change published in between is lost)."""
+    channel = keys.wake_channel("M" * 22)
+    slot = key_slot(channel.encode())
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2)
+        feed = store.feed(lambda: None)
+        direct = AsyncRedisCluster.from_url(cluster.url)
+        try:
+            await asyncio.wait_for(feed.follow("M" * 22), 10)
+            await asyncio.wait_for(direct.initialize(), 10)
+            owner = direct.get_node_from_key(channel)
+            assert owner is not None
+            node = next(n for n in cluster.nodes if n.port == owner.port)
+            with node.client() as client:
+                pipe = client.pipeline(transaction=True)
+                pipe.execute_command("CLUSTER", "DELSLOTS", slot)
+                pipe.execute_command("CLUSTER", "ADDSLOTS", slot)
+                pipe.execute()
+            changes = await asyncio.wait_for(feed.changes(), 10)
+            assert Change("M" * 22, 0) in changes
+            await asyncio.wait_for(feed.follow("M" * 22), 10)  # subscribed there again
+        finally:
+            await direct.aclose()
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_store_call_still_refused_at_its_deadline_names_the_last_refusal(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A create whose slot stays half-moved past the store deadline: StoreUnavailableError
+    says the slot was still moving, with the last refusal (TRYAGAIN, or redis-py's "TTL
+    exhausted." after its own tries) as its text and its cause."""
+    match_id = "M" * 22
+    slot = key_slot(keys.match_key(match_id).encode())
+    source = slot_owner(cluster, slot)
+    target = next(n for n in cluster.nodes if n is not source)
+    begin_slot_move(cluster, slot, target)
+
+    async def scenario() -> StoreUnavailableError:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2)
+        try:
+            with pytest.raises(StoreUnavailableError) as unavailable:
+                await asyncio.wait_for(store.create(new(match_id)), 10)
+            return unavailable.value
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    error = asyncio.run(scenario())
+    end_slot_move(cluster, slot, source, target)
+    cause = error.__cause__
+    assert isinstance(cause, redis.exceptions.TryAgainError | redis.exceptions.ClusterError)
+    assert str(error) == f"a slot of the match was still moving at the deadline: {cause}"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import time
@@ -16,6 +18,9 @@ from pathlib import Path
 import grpc
 import pytest
 import redis
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import MasterNotFoundError
+from redis.backoff import NoBackoff
 
 from basra.client.match import MatchClient, Rejection
 from basra.service import logs
@@ -334,3 +339,51 @@ def test_an_untrusted_certificate_is_named_wherever_it_is_in_the_chain_of_causes
     in_context.__context__ = untrusted
     assert _connection_failure(in_context) == said
     assert _connection_failure(redis.ConnectionError("Connection refused")) == "Connection refused"
+
+
+def test_an_untrusted_certificate_named_only_in_the_text_is_named_in_words() -> None:
+    # redis-py does not always chain the ssl error: OpenSSL's verdict is then read from the
+    # text, without its source file and line.
+    unchained = redis.ConnectionError(
+        "Error 1 connecting to 127.0.0.1:26379. [SSL: CERTIFICATE_VERIFY_FAILED] certificate "
+        "verify failed: unable to get local issuer certificate (_ssl.c:1006)."
+    )
+    assert _connection_failure(unchained) == (
+        "TLS certificate not trusted (unable to get local issuer certificate): check ssl_ca_certs"
+    )
+
+
+def test_no_master_found_says_why_each_sentinel_failed_one_by_one() -> None:
+    # Two sentinels that nothing listens on (their ports held, bound but not listening, so
+    # that no other server takes them meanwhile): the error names each, and then the master.
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(2)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        ports = [int(sock.getsockname()[1]) for sock in sockets]
+        parts = _no_master_found(ports)
+    assert len(parts) == 3, parts
+    for port, part in zip(ports, parts, strict=False):
+        assert part.startswith(f"sentinel 127.0.0.1:{port}: "), part
+        assert f"Error 111 connecting to 127.0.0.1:{port}." in part, part  # ECONNREFUSED
+    assert parts[2] == "no master 'basra-master' found"
+
+
+def _no_master_found(ports: list[int]) -> list[str]:
+    """The parts of the error discover_master raises with sentinels on ``ports``."""
+    url = f"redis+sentinel://127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}/basra-master"
+
+    async def discover() -> str:
+        # No retries: each refusal is final.
+        options = {"socket_connect_timeout": 2, "retry": Retry(NoBackoff(), 0)}
+        master, sentinel = sentinel_master(url, options)
+        try:
+            with pytest.raises(MasterNotFoundError) as refused:
+                await sentinel.discover_master("basra-master")
+            return str(refused.value)
+        finally:
+            await master.aclose()
+            for client in sentinel.sentinels:
+                await client.aclose()
+
+    return asyncio.run(discover()).split("; ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import grpc
 import redis
@@ -12,11 +13,13 @@ import redis
 from basra.client.match import MatchClient, Rejection
 from basra.engine import ERAM, encode
 from basra.engine import new_match as new_state
+from basra.service import records
 from basra.service.servicer import RecordCache, StateCache
-from basra.service.store import MatchRecord
+from basra.service.store import MatchRecord, keys
+from basra.service.store.codec import encode_record
 from basra.v1 import game_pb2
 from tests.service.conftest import new_match, rpc_error
-from tests.service.driver import audit_replay, play_match, stored_state
+from tests.service.driver import audit_replay, play_match, stored_record, stored_state
 from tests.support import ServerThread
 
 CREATE_ID = "7d2f0c1e-9a3b-4c5d-8e6f-0a1b2c3d4e5f"
@@ -289,3 +292,38 @@ def test_decoded_states_are_kept_by_their_bytes_the_most_recently_put_first() ->
     again = states.decode(encode(first))
     assert again == first
     assert again is not decoded  # decoded afresh
+
+
+def test_a_retry_answered_from_a_request_record_written_before_versions_gets_its_response(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    """Records written before versions hold the response itself: a retry through a replica
+    that never saw the match (so it reads the store's record) is answered from those bytes,
+    as the response type of its RPC."""
+    a, b = twin_servers(start_server, redis_url)
+    store = redis.Redis.from_url(redis_url)
+    client = new_match(a, seed=6)
+
+    def written_before_versions(seat: int, response: bytes) -> None:
+        record = stored_record(store, client.match_id)
+        previous = records.SeatRequest.decode(record.requests[seat])
+        assert previous is not None
+        assert previous.response is None
+        requests = list(record.requests)
+        requests[seat] = previous.request_hash + previous.fingerprint + response
+        old = replace(record, requests=tuple(requests))
+        store.set(keys.match_key(client.match_id), encode_record(old), keepttl=True)
+
+    seat = client.view(0).turn
+    option = client.plans(seat)[0]
+    played = client.play(seat, option.card, 1 if option.plans else 0, request_id="play-1")
+    written_before_versions(seat, played.SerializeToString())
+    again = client.via(b.channel).play(
+        seat, option.card, 1 if option.plans else 0, request_id="play-1"
+    )
+    assert again == played
+    play_match(client, random.Random(3), stop=lambda v: v.status == game_pb2.MATCH_STATUS_HAND_OVER)
+    dealt = client.deal(1, request_id="deal-2")
+    written_before_versions(1, dealt.SerializeToString())
+    c = start_server(redis_url=redis_url)  # a replica that has not seen the deal either
+    assert client.via(c.channel).deal(1, request_id="deal-2") == dealt

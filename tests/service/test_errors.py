@@ -278,6 +278,30 @@ def test_malformed_input_is_invalid_argument_naming_the_field(
         assert list(r.field_violations) == [field], name
 
 
+MALFORMED_SAYS = {
+    "plan_id": "must be 0 (none named) or a plan id from 1",
+    "trail": "cannot be combined with plan_id",
+    "request_id": "must be 1 to 128 printable ASCII characters",
+    "request_id space": "must be 1 to 128 printable ASCII characters",
+    "expected_version": "versions start at 1",
+    "seed on next hand": "applies only to creating a match",
+    "seat on next hand": "applies only to creating a match",
+    "watch version": "must be 0 or more",
+}
+
+
+def test_malformed_input_says_what_is_wrong_with_the_field(
+    store: redis.Redis, client: MatchClient
+) -> None:
+    # The violation's description is what a client shows its user: each says what the field
+    # must be, word for word.
+    said = {}
+    for name, call, field in malformed_requests(client):
+        r = rejected(store, client, call, Code.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+        said[name] = r.field_violations[field]
+    assert said == MALFORMED_SAYS
+
+
 def test_creation_input_is_checked(server: ServerThread) -> None:
     stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
     for request, field in [

@@ -151,3 +151,26 @@ def test_watch_events_carry_only_public_cards_and_the_watchers_own_deals(
     for (version, complete), (next_version, _) in pairwise(versions):
         assert complete == (next_version != version)
     assert versions[-1][1]
+
+
+def test_a_next_hands_deal_names_its_match_and_list_plans_the_version_it_read(
+    server: ServerThread,
+) -> None:
+    client = new_match(server, seed=6)
+    created = client.view(0).version
+    seat = client.view(0).turn
+    assert (
+        client.stub.ListPlans(
+            pb.ListPlansRequest(match_id=client.match_id), metadata=client.metadata(seat)
+        ).version
+        == created
+    )
+    play_match(client, random.Random(3), stop=lambda v: v.status == game_pb2.MATCH_STATUS_HAND_OVER)
+    over = client.view(0).version
+    dealt = client.deal(1)
+    assert (dealt.match_id, dealt.view.match_id) == (client.match_id, client.match_id)
+    assert dealt.view.version == over + 1
+    listed = client.stub.ListPlans(
+        pb.ListPlansRequest(match_id=client.match_id), metadata=client.metadata(dealt.view.turn)
+    )
+    assert listed.version == over + 1

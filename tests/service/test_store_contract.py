@@ -170,6 +170,22 @@ def test_events_come_in_order_after_a_version_with_each_seats_dealt_cards(
     run(make_store, scenario)
 
 
+def test_an_entry_dealing_to_a_later_seat_only_comes_back_as_it_was_written(
+    make_store: StoreFactory,
+) -> None:
+    # The first seats dealt nothing (a deal to seat 2 of three, say): their parts come back
+    # empty, as written, and the entry compares equal to the one committed.
+    async def scenario(store: Store) -> None:
+        await store.create(new())
+        later = replace(commit(1), entry=entry(2, (b"", b"", b"\x05\x06")))
+        assert await store.commit("M" * 22, later)
+        (got,) = (await store.events("M" * 22, 1)).entries
+        assert got == entry(2, (b"", b"", b"\x05\x06"))
+        assert got.private == (b"", b"", b"\x05\x06")
+
+    run(make_store, scenario)
+
+
 def test_the_feed_reports_each_commit_of_a_followed_match_once_it_is_followed(
     make_store: StoreFactory,
 ) -> None:
@@ -354,6 +370,31 @@ def test_the_redis_store_tells_the_memory_a_match_uses_and_nothing_for_an_unknow
             assert stream > len(new().entry.events)
             assert await store.memory_usage("N" * 22) == (0, 0)
         finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_redis_store_measures_every_node_of_a_long_stream(redis_url: str) -> None:
+    # MEMORY USAGE of an aggregate samples 5 of its nodes unless told SAMPLES 0, and
+    # extrapolates from them: a stream whose entries grow, each in a node of its own (past
+    # stream-node-max-bytes), is measured whole only with SAMPLES 0.
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=100, timeout_s=5)
+        client = redis.asyncio.Redis.from_url(redis_url)
+        try:
+            await store.create(new())
+            for version in range(1, 30):
+                grown = EventEntry(version + 1, b"P", b"e" * (5000 + 400 * version), ())
+                assert await store.commit("M" * 22, replace(commit(version), entry=grown))
+            stream_key = keys.events_key("M" * 22)
+            whole = await client.memory_usage(stream_key, samples=0)
+            assert whole != await client.memory_usage(stream_key)  # the default samples 5
+            assert whole != await client.memory_usage(stream_key, samples=1)
+            record = await client.memory_usage(keys.match_key("M" * 22), samples=0)
+            assert await store.memory_usage("M" * 22) == (record, whole)
+        finally:
+            await client.aclose()
             await store.close()
 
     asyncio.run(scenario())
