@@ -219,8 +219,9 @@ class Servicer:
         self, request: Any, caller: Caller, error: ServiceError
     ) -> ServiceError:
         """WATCH_TOKEN_READ_ONLY rather than ``error`` (TOKEN_INVALID) when the token of a
-        refused Play or Deal is one of the match's watch tokens: the change path compares only
-        seat tokens (and the watch tokens a record of before RevokeWatchTokens holds)."""
+        refused Play or Deal is one of the match's watch tokens (of its current watch salt, or
+        the salt-less ones of a match from before RevokeWatchTokens never revoked since): the
+        change path compares only seat tokens."""
         try:
             token = auth.bearer_token(caller.metadata)
             record = await self._store.load(auth.check_match_id(request.match_id))
@@ -664,7 +665,9 @@ class Servicer:
         record = remembered or await self._load(match_id)
         for _ in range(CAS_ATTEMPTS):
             try:
-                seat = auth.seat_of(token, record.token_hashes, record.watch_hashes)
+                # Seat tokens only: a watch token is told apart (WATCH_TOKEN_READ_ONLY) by
+                # handle's _watch_token_refused, against the match's current watch access.
+                seat = auth.seat_of(token, record.token_hashes)
                 if request_id:
                     previous = records.SeatRequest.decode(record.requests[seat])
                     if previous is not None and hmac.compare_digest(previous.request_hash, asked):

@@ -6,6 +6,7 @@ import base64
 import functools
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 import grpc
@@ -237,3 +238,51 @@ def test_a_spectator_never_sees_the_bottom_card_only_the_dealer_sees(
     assert view.spectator
     assert not view.HasField("bottom_card")
     assert not view.hand
+
+
+def test_a_revoked_salt_less_watch_token_is_token_invalid_on_play_and_deal_too(
+    server: ServerThread,
+) -> None:
+    # GetMatch answers a revoked watch token TOKEN_INVALID ("nothing of them is kept"); Play
+    # and Deal answered WATCH_TOKEN_READ_ONLY, comparing it with the watch hashes a match from
+    # before RevokeWatchTokens keeps in its record even once revoked.
+    client = new_match(server, seed=4)
+    direct = redis.Redis.from_url(server.settings.redis_url or "")
+    key = keys.match_key(client.match_id)
+    stored = direct.get(key)
+    assert isinstance(stored, bytes)
+    old = auth.watch_token(client.tokens[1])
+    hashes = (auth.token_hash(auth.watch_token(client.tokens[0])), auth.token_hash(old))
+    direct.set(
+        key, encode_record(replace(decode_record(client.match_id, stored), watch_hashes=hashes))
+    )
+    mid = client.match_id
+    card = client.plans(client.view(0).turn)[0].card
+    calls: dict[str, Callable[[], object]] = {
+        "GetMatch": functools.partial(
+            client.stub.GetMatch, pb.GetMatchRequest(match_id=mid), metadata=bearer(old)
+        ),
+        "Play": functools.partial(
+            client.stub.Play,
+            pb.PlayRequest(match_id=mid, card=card, trail=True),
+            metadata=bearer(old),
+        ),
+        "Deal": functools.partial(
+            client.stub.Deal, pb.DealRequest(match_id=mid), metadata=bearer(old)
+        ),
+    }
+    # Before the revocation the salt-less token is a watch token: it reads, and a change
+    # with it is named for what it is.
+    assert client.stub.GetMatch(pb.GetMatchRequest(match_id=mid), metadata=bearer(old)).view
+    for rpc in ("Play", "Deal"):
+        r = Rejection.of(rpc_error(calls[rpc]))
+        assert (r.code, r.reason) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "WATCH_TOKEN_READ_ONLY",
+        ), rpc
+    client.stub.RevokeWatchTokens(
+        pb.RevokeWatchTokensRequest(match_id=client.match_id), metadata=client.metadata(1)
+    )
+    for rpc, call in calls.items():
+        r = Rejection.of(rpc_error(call))
+        assert (r.code, r.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID"), rpc
