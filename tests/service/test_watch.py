@@ -306,15 +306,6 @@ def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_it
         streams[1].close()
 
 
-# Under mutmut (`make mutation`) every function runs through a trampoline that holds its
-# arguments until it returns, so an open stream's request and handler stay referenced: what
-# these two tests count is mutmut's, not the server's. A condition read when each test runs.
-_NOT_UNDER_MUTMUT = pytest.mark.skipif(
-    "'MUTANT_UNDER_TEST' in os.environ", reason="mutmut's trampolines hold every call's arguments"
-)
-
-
-@_NOT_UNDER_MUTMUT
 def test_an_idle_stream_keeps_no_request_message(any_server: ServerThread) -> None:
     """Issue 9 (memory per idle stream): a parsed request message holds a protobuf arena of
     its own, about half a KiB; an open stream keeps only what it took from it. Counted among
@@ -342,7 +333,6 @@ def test_an_idle_stream_keeps_no_request_message(any_server: ServerThread) -> No
             stream.close()
 
 
-@_NOT_UNDER_MUTMUT
 def test_an_idle_stream_holds_no_generator_of_the_grpc_handler(any_server: ServerThread) -> None:
     """Issue 9 (memory per idle stream): gRPC iterates a generator handler with an async
     generator loop of its own for the stream's whole life, which keeps the generator, its
