@@ -70,16 +70,16 @@ def bearer_token(metadata: Metadata) -> str:
     )
 
 
-def seat_of(token: str, hashes: Sequence[bytes], watch_hashes: Sequence[bytes] = ()) -> int:
+def seat_of(token: str, hashes: Sequence[bytes]) -> int:
     """The seat whose stored hash matches ``token``, for a call that needs a seat.
 
     Raises:
-        ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no token matches, or
-            PERMISSION_DENIED / WATCH_TOKEN_READ_ONLY for a watch token.
+        ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no token matches, a watch token
+            included (the servicer tells one apart against the match's watch access).
     """
-    seat = viewer_of(token, hashes, watch_hashes)
+    seat = seat_or_none(token, hashes)
     if seat is None:
-        raise read_only()
+        raise token_invalid()
     return seat
 
 
