@@ -85,8 +85,20 @@ class _OneOf:
 
     def __call__(self, text: str) -> str:
         if text.lower() not in self.names:
-            raise ValueError(f"must be {' or '.join(self.names)}, not {text!r}")
+            raise self._refusal(text)
         return text.lower()
+
+    def exactly(self, name: str) -> None:
+        """Check that ``name`` is one of the names as written (code compares them).
+
+        Raises:
+            ValueError: it is not.
+        """
+        if name not in self.names:
+            raise self._refusal(name)
+
+    def _refusal(self, text: str) -> ValueError:
+        return ValueError(f"must be {' or '.join(self.names)}, not {text!r}")
 
     @property
     def metavar(self) -> str:
@@ -333,8 +345,11 @@ class Settings:
             ("store", _store, self.store),
             ("event_loop", _event_loop, self.event_loop),
         ):
-            if value is not None and value not in parser.names:
-                raise SettingError(name, f"must be {' or '.join(parser.names)}, not {value!r}")
+            try:
+                if value is not None:
+                    parser.exactly(value)
+            except ValueError as exc:
+                raise SettingError(name, str(exc)) from None
         if self.api_key is not None and not self.api_key.strip():
             raise SettingError("api_key", "is empty: give a key, or leave it unset for none")
         if self.drain_s < 0:
