@@ -75,13 +75,18 @@ class StreamReader:
         self.thread.join(timeout=10)
 
 
+def basra_engine() -> str:
+    """The ``basra-engine`` command installed beside this Python (the project's venv)."""
+    command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
+    assert command, "basra-engine is not installed beside this Python: make setup"
+    return command
+
+
 def embedded_serve(port: int, *flags: str) -> list[str]:
     """``basra-engine serve`` on the embedded store, gRPC on 127.0.0.1:``port`` and no metrics
     or HTTP port, then ``flags``: the command of the tests that serve from a child process."""
-    command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
-    assert command
     return [
-        command,
+        basra_engine(),
         "serve",
         "--store",
         "embedded",

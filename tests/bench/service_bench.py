@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
 from basra.v1.basra_service_connect import BasraServiceClient
-from tests.support import RedisProcess, free_port
+from tests.support import RedisProcess, basra_engine, free_port
 
 
 @dataclass(frozen=True)
@@ -104,10 +103,8 @@ def process(args: Sequence[str], target: str) -> Iterator[subprocess.Popen[bytes
 def serve_command(
     listen: str, redis_url: str, extra: Sequence[str] = (), http_listen: str = "off"
 ) -> list[str]:
-    command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
-    assert command
     return [
-        command,
+        basra_engine(),
         "serve",
         "--listen",
         listen,

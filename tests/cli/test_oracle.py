@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import given, settings
@@ -14,10 +13,9 @@ from hypothesis import strategies as st
 
 from basra.engine import CARDS, MAX_PLANS, Card, capture_plans, parse_cards
 from basra.engine.plans import plan_count
+from tests.support import basra_engine
 
-_FOUND = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
-assert _FOUND, "the basra-engine console command is installed with the package"
-COMMAND: str = _FOUND
+COMMAND: Final = basra_engine()  # the console command installed with the package
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,26 +7,23 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.support import free_port
+from tests.support import basra_engine, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-_FOUND = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
-assert _FOUND, "the basra-engine console command is installed with the package"
-COMMAND: str = _FOUND
+COMMAND: Final = basra_engine()  # the console command installed with the package
 # No BASRA_* or REDIS_URL from the caller's environment: each test says what it sets.
 CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_") and k != "REDIS_URL"}
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -25,7 +22,7 @@ from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
 from tests.bench.service_bench import Step, script
 from tests.service.driver import engine_replay
-from tests.support import free_port
+from tests.support import basra_engine, free_port
 
 RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
@@ -34,13 +31,11 @@ class ServerProcess:
     """``basra-engine serve`` in a process of its own, on a free port."""
 
     def __init__(self, redis_url: str, *extra: str) -> None:
-        command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
-        assert command
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
             [
-                command,
+                basra_engine(),
                 "serve",
                 "--listen",
                 self.target,
