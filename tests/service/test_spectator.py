@@ -157,21 +157,29 @@ def test_the_watch_token_is_stored_only_as_a_hash(server: ServerThread) -> None:
     assert auth.token_hash(token) in access
 
 
+def salt_less_watch_tokens(server: ServerThread, client: MatchClient) -> list[str]:
+    """Make the match's record one the previous server version wrote: it holds the hashes of
+    watch tokens derived without a salt. Returns those tokens, by seat."""
+    direct = redis.Redis.from_url(server.settings.redis_url or "")
+    key = keys.match_key(client.match_id)
+    stored = direct.get(key)
+    assert isinstance(stored, bytes)
+    tokens = [auth.watch_token(client.tokens[seat]) for seat in sorted(client.tokens)]
+    hashes = tuple(auth.token_hash(t) for t in tokens)
+    direct.set(
+        key, encode_record(replace(decode_record(client.match_id, stored), watch_hashes=hashes))
+    )
+    direct.close()
+    return tokens
+
+
 def test_a_match_from_before_revocation_keeps_its_watch_tokens_until_revoked(
     server: ServerThread,
 ) -> None:
     """A record written by the previous server version holds the hashes of salt-less watch
     tokens: they keep working, and are handed out again, until a seat revokes them."""
     client = new_match(server, seed=4)
-    direct = redis.Redis.from_url(server.settings.redis_url or "")
-    key = keys.match_key(client.match_id)
-    stored = direct.get(key)
-    assert isinstance(stored, bytes)
-    old_tokens = [auth.watch_token(client.tokens[seat]) for seat in (0, 1)]
-    hashes = tuple(auth.token_hash(t) for t in old_tokens)
-    direct.set(
-        key, encode_record(replace(decode_record(client.match_id, stored), watch_hashes=hashes))
-    )
+    old_tokens = salt_less_watch_tokens(server, client)
     assert [watch_token(client, seat) for seat in (0, 1)] == old_tokens
     match = pb.GetMatchRequest(match_id=client.match_id)
     assert client.stub.GetMatch(match, metadata=bearer(old_tokens[1])).view.spectator
@@ -247,15 +255,7 @@ def test_a_revoked_salt_less_watch_token_is_token_invalid_on_play_and_deal_too(
     # and Deal answered WATCH_TOKEN_READ_ONLY, comparing it with the watch hashes a match from
     # before RevokeWatchTokens keeps in its record even once revoked.
     client = new_match(server, seed=4)
-    direct = redis.Redis.from_url(server.settings.redis_url or "")
-    key = keys.match_key(client.match_id)
-    stored = direct.get(key)
-    assert isinstance(stored, bytes)
-    old = auth.watch_token(client.tokens[1])
-    hashes = (auth.token_hash(auth.watch_token(client.tokens[0])), auth.token_hash(old))
-    direct.set(
-        key, encode_record(replace(decode_record(client.match_id, stored), watch_hashes=hashes))
-    )
+    old = salt_less_watch_tokens(server, client)[1]
     mid = client.match_id
     card = client.plans(client.view(0).turn)[0].card
     calls: dict[str, Callable[[], object]] = {
