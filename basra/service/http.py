@@ -8,7 +8,8 @@ official Python Connect runtime) speaks the three protocols; messages stay googl
 (our own codecs below), and connectrpc's own message runtime only wraps the detail bytes.
 
 Served by hypercorn in the server's own event loop: HTTP/1.1 and cleartext HTTP/2 (prior
-knowledge or upgrade), with the trailers gRPC needs (README, "HTTP port", says why hypercorn).
+knowledge or upgrade), with the trailers gRPC needs (README, "HTTP port", says why hypercorn),
+each connection's writes coalesced (http_socket.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from protobuf.wkt import Any as DetailAny
 import basra
 from basra.service.config import Settings
 from basra.service.errors import ServiceError
+from basra.service.http_socket import coalesce_writes
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
 log = logging.getLogger("basra.http")
@@ -465,7 +467,9 @@ def _listen(config: HypercornConfig) -> Sockets:
 async def _serve(
     app: HttpApp, config: HypercornConfig, sockets: Sockets, stop: Callable[[], Awaitable[Any]]
 ) -> None:
-    """hypercorn's asyncio serve, on sockets already bound (so port 0 is known beforehand)."""
+    """hypercorn's asyncio serve, on sockets already bound (so port 0 is known beforehand), each
+    connection's writes coalesced (http_socket.py)."""
+    coalesce_writes()
     await worker_serve(
         # Our ASGI types are plain dicts, hypercorn's TypedDicts.
         wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
