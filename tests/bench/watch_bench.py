@@ -440,6 +440,9 @@ def grpc_floor_bytes_per_stream(
         per_stream = (rss_bytes(pid) - before) / streams
         for call in calls:
             call.cancel()
+        # Each call's status task ends once its cancellation is through; left pending, the
+        # tasks were destroyed with the process ("Task was destroyed but it is pending!").
+        await asyncio.gather(*(call.code() for call in calls))
         for channel in channels:
             await channel.close(None)
         return per_stream
