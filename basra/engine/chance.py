@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from hashlib import sha512
-from typing import TypeVar
+from typing import Final, TypeVar
 
 T = TypeVar("T")
 
@@ -22,10 +22,22 @@ def seeded(key: str) -> random.Random:
     return random.Random(int.from_bytes(data + sha512(data).digest()))
 
 
+_RANDOM: Final = random.Random
+_GETRANDBITS: Final = random.Random.getrandbits
+"""The generator's own ``getrandbits`` (C), called on a ``random.Random`` without looking the
+method up on the instance each time (compiled, that lookup cost about as much as the draw)."""
+
+
 def below(rng: random.Random, bound: int) -> int:
     """``rng.randrange(bound)`` (and the index ``rng.choice`` draws), for ``bound >= 1``: draw
     ``bound.bit_length()`` bits until the number is below the bound (random's ``_randbelow``)."""
     bits = bound.bit_length()
+    if type(rng) is _RANDOM:
+        drawn = _GETRANDBITS(rng, bits)
+        while drawn >= bound:
+            drawn = _GETRANDBITS(rng, bits)
+        return drawn
+    # A subclass may draw its own way (random's SystemRandom): its method, as random.py calls.
     drawn = rng.getrandbits(bits)
     while drawn >= bound:
         drawn = rng.getrandbits(bits)

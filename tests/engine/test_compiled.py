@@ -111,3 +111,24 @@ def test_below_draws_what_randrange_and_choice_draw(bound: int) -> None:
     drawn = [below(ours, bound) for _ in range(200)]
     assert drawn == [theirs.randrange(bound) for _ in range(200)]
     assert drawn == [chooser.choice(items) for _ in range(200)]
+
+
+class _CountedDraws(random.Random):
+    """A generator of random.Random's kind that draws its own way: here, counting its draws."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.draws = 0
+
+    def getrandbits(self, k: int, /) -> int:
+        self.draws += 1
+        return super().getrandbits(k)
+
+
+@pytest.mark.parametrize("bound", [1, 3, 52])
+def test_below_draws_through_a_subclass_own_getrandbits(bound: int) -> None:
+    # random.Random itself is drawn from without looking the method up; a subclass is asked.
+    ours, theirs = _CountedDraws(bound), _CountedDraws(bound)
+    drawn = [below(ours, bound) for _ in range(50)]
+    assert drawn == [theirs.randrange(bound) for _ in range(50)]
+    assert ours.draws == theirs.draws >= 50
