@@ -327,3 +327,25 @@ def test_a_retry_answered_from_a_request_record_written_before_versions_gets_its
     written_before_versions(1, dealt.SerializeToString())
     c = start_server(redis_url=redis_url)  # a replica that has not seen the deal either
     assert client.via(c.channel).deal(1, request_id="deal-2") == dealt
+
+
+def test_a_change_without_a_request_id_keeps_no_request_record_for_its_seat(
+    server: ServerThread, redis_url: str
+) -> None:
+    """Only a request_id makes a retry recognisable: a change without one stores nothing for its
+    seat (the record stays as small as the budget says) and clears what an earlier one kept."""
+    store = redis.Redis.from_url(redis_url)
+    client = new_match(server, seed=6)
+
+    def play(request_id: str) -> int:
+        seat = client.view(0).turn
+        option = client.plans(seat)[0]
+        client.play(seat, option.card, 1 if option.plans else 0, request_id=request_id)
+        return seat
+
+    first = play("play-1")
+    assert stored_record(store, client.match_id).requests[first] != b""
+    second = play("")
+    assert stored_record(store, client.match_id).requests[second] == b""
+    assert play("") == first
+    assert stored_record(store, client.match_id).requests == (b"", b"")
