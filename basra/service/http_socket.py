@@ -5,11 +5,11 @@ yields it: a unary Connect call's headers, its message and the end of its stream
 writes, each a ``send`` system call (on loopback the receiver's side of TCP runs in it too).
 Under the bench's Connect load (64 matches over 4 HTTP/2 connections) py-spy found 12 % of the
 server's samples in those writes, and writing them together cut the server's CPU per call by
-about a fifth. Here each connection's writes wait until the event loop has gone ``QUIET_ROUNDS`` rounds
-without another write on that connection (at most ``HOLD_ROUNDS`` rounds, and never past
-``HOLD_BYTES`` held), then go out in one ``send``: a call's pieces, and the responses of the
-other calls on the connection that finished meanwhile. Rounds of the loop, no timer: an idle
-loop goes round at once, a busy one has other calls' responses to join.
+about a fifth. Here each connection's writes wait until the event loop has gone
+``QUIET_ROUNDS`` rounds without another write on that connection (at most ``HOLD_ROUNDS``
+rounds, and never past ``HOLD_BYTES`` held), then go out in one ``send``: a call's pieces, and
+the responses of the other calls on the connection that finished meanwhile. Rounds of the
+loop, no timer: an idle loop goes round at once, a busy one has other calls' responses to join.
 
 hypercorn's asyncio server has no hook for its writer: ``coalesce_writes`` replaces the class its
 ``worker_serve`` builds each connection's server from with a function that builds it on a
