@@ -57,6 +57,15 @@ class GcPolicy:
         """Frozen objects when they were last counted."""
         self._added = 0
         """Objects frozen since they were last counted (some may have died since)."""
+        # Scraped from this bookkeeping: counting them at every scrape walked every frozen
+        # object with the interpreter lock held (about 110 ms at 10,000 open streams, the
+        # server's event loop waiting meanwhile).
+        metrics.gc_frozen.set_function(self.frozen_objects)
+
+    def frozen_objects(self) -> int:
+        """The frozen objects as last counted, plus those frozen since: exact after a count or
+        a thaw, otherwise an upper bound (a frozen object freed since is still in it)."""
+        return self._counted + self._added
 
     async def run(self) -> None:
         """Look once per interval, until cancelled."""

@@ -348,9 +348,12 @@ class Metrics:
 def _frozen_gauge(registry: CollectorRegistry) -> Gauge:
     frozen = Gauge(
         "basra_gc_frozen_objects",
-        "Objects frozen out of the garbage collector's passes (counted when scraped)",
+        "Objects frozen out of the garbage collector's passes, as the freezing policy last "
+        "counted them plus those it froze since",
         registry=registry,
     )
+    # Counted when scraped until a freezing policy runs (gc_policy.GcPolicy): that walks every
+    # frozen object with the interpreter lock held, which the policy's own figure spares.
     frozen.set_function(gc.get_freeze_count)
     return frozen
 

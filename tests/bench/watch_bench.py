@@ -269,8 +269,8 @@ def _measure(
     )
     print(
         f"  a scrape of the server's metrics with the streams open: {min(scrapes):.0f} ms at best "
-        f"of 3 (basra_gc_frozen_objects counts the {frozen:,.0f} frozen objects by walking each, "
-        f"and the server's loop waits for it)"
+        f"of 3 ({frozen:,.0f} frozen objects, basra_gc_frozen_objects, from the freezing "
+        f"policy's count: not walked at the scrape)"
     )
     floor = grpc_floor_bytes_per_stream(crowd)
     configured = grpc_floor_bytes_per_stream(crowd, configured=True)
@@ -294,10 +294,11 @@ def _measure(
 
 def soak(matches: int = 1000, rounds: int = 5) -> None:
     """Open and end ``2 * matches`` streams ``rounds`` times on one server: after each round,
-    the objects frozen out of the collector's passes (``basra_gc_frozen_objects``: what the
-    freezing holds, live or garbage) and the server's resident memory. Both level off once the
-    replica's caches of records and states (4,096 matches each) are full when the streams'
-    objects are freed as they end."""
+    the objects frozen out of the collector's passes (``basra_gc_frozen_objects``: the freezing
+    policy's last count plus what it froze since, an upper bound recounted whenever it may have
+    doubled) and the server's resident memory, which levels off once the replica's caches of
+    records and states (4,096 matches each) are full when the streams' objects are freed as
+    they end."""
     with tempfile.TemporaryDirectory() as tmp:
         redis_process = RedisProcess(Path(tmp) / "redis", args=("--maxclients", "20000"))
         redis_process.start()
