@@ -8,12 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import grpc
+import pytest
 import redis
 
 from basra.client.match import MatchClient, Rejection
 from basra.engine import ERAM, encode
 from basra.engine import new_match as new_state
+from basra.engine.state import State
 from basra.service import records
+from basra.service import servicer as servicer_module
 from basra.service.servicer import RecordCache, StateCache
 from basra.service.store import MatchRecord, keys
 from basra.service.store.codec import encode_record
@@ -349,3 +352,24 @@ def test_a_change_without_a_request_id_keeps_no_request_record_for_its_seat(
     assert stored_record(store, client.match_id).requests[second] == b""
     assert play("") == first
     assert stored_record(store, client.match_id).requests == (b"", b"")
+
+
+def test_a_replica_decodes_no_state_it_committed_itself(
+    server: ServerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state a change commits is kept by its bytes (StateCache): the next change of the
+    match, from the record the replica remembers, starts from it without decoding it again."""
+    client = new_match(server, seed=6)
+    decoded: list[bytes] = []
+    decode = servicer_module.decode
+
+    def counted(data: bytes) -> State:
+        decoded.append(data)
+        return decode(data)
+
+    monkeypatch.setattr(servicer_module, "decode", counted)
+    for _ in range(4):
+        seat = client.view(0).turn
+        option = client.plans(seat)[0]
+        client.play(seat, option.card, 1 if option.plans else 0)
+    assert len(decoded) <= 1, "at most the state the match was dealt with, once"
