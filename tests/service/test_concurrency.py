@@ -13,6 +13,7 @@ import redis
 
 from basra.client.match import MatchClient, Rejection
 from basra.engine import ERAM, encode
+from basra.engine import decode as engine_decode
 from basra.engine import new_match as new_state
 from basra.engine.state import State
 from basra.service import records
@@ -361,11 +362,10 @@ def test_a_replica_decodes_no_state_it_committed_itself(
     match, from the record the replica remembers, starts from it without decoding it again."""
     client = new_match(server, seed=6)
     decoded: list[bytes] = []
-    decode = servicer_module.decode
 
     def counted(data: bytes) -> State:
         decoded.append(data)
-        return decode(data)
+        return engine_decode(data)
 
     monkeypatch.setattr(servicer_module, "decode", counted)
     for _ in range(4):
