@@ -70,7 +70,7 @@ def _engine_caches_cleared_under_mutation() -> None:
                     clear()
     game = sys.modules.get("basra.engine.game")
     if game is not None:  # legal_plans' one remembered answer
-        vars(game)["_last_plans"] = vars(game)["NOTHING_ASKED"]
+        vars(game)["_LAST_PLANS"][0] = vars(game)["NOTHING_ASKED"]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -115,13 +115,12 @@ def next_dealer(state: State) -> int:
 
 def legal_plans(state: State, card: Card) -> tuple[Plan, ...]:
     """The plans ``card`` has on the current floor, in offering order (empty: it trails)."""
-    global _last_plans
     floor, profile = state.floor, state.profile
-    last = _last_plans
+    last = _LAST_PLANS[0]
     if last[0] is floor and last[1] == card and last[2] is profile:
         return last[3]
     plans = capture_plans(mask_of(floor), card, profile)
-    _last_plans = (floor, card, profile, plans)
+    _LAST_PLANS[0] = (floor, card, profile, plans)
     return plans
 
 
@@ -129,8 +128,10 @@ NOTHING_ASKED: Final = ((), -1, ERAM, ())
 # The last question legal_plans answered, and its answer. The same question comes twice in a
 # row: a player lists a card's plans, then ``apply`` checks the play against them. The floor is
 # an immutable tuple and the entry holds it, so the same object is the same floor; the entry is
-# one tuple, read and replaced whole (thread-safe). The mutation tests reset it to NOTHING_ASKED.
-_last_plans: tuple[tuple[Card, ...], int, Profile, tuple[Plan, ...]] = NOTHING_ASKED
+# one tuple, read and replaced whole (thread-safe). It lives in a list, not a module global:
+# compiled, rebinding a global is a dictionary store, several times the cost of a list's. The
+# mutation tests reset it to NOTHING_ASKED.
+_LAST_PLANS: Final[list[tuple[tuple[Card, ...], int, Profile, tuple[Plan, ...]]]] = [NOTHING_ASKED]
 
 
 def legal_plays(state: State) -> tuple[Play, ...]:
