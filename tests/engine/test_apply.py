@@ -29,7 +29,7 @@ from basra.engine import (
     view,
 )
 from basra.engine.cards import Card
-from basra.engine.game import legal_plays
+from basra.engine.game import legal_plans, legal_plays
 from basra.engine.state import LastPlay
 from tests.engine.builders import cards, position
 
@@ -257,3 +257,25 @@ def test_legal_plans_answers_each_profile_on_a_shared_floor() -> None:
     assert legal_plans(eram, seven) == capture_plans(eram.floor, seven, eram.profile)
     assert legal_plans(lobashev, seven) == capture_plans(eram.floor, seven, lobashev.profile)
     assert legal_plans(eram, seven) != legal_plans(lobashev, seven)
+
+
+def test_the_same_question_twice_in_a_row_is_answered_from_memory() -> None:
+    # A player lists a card's plans, then apply checks the play against them: the second asking
+    # gets the remembered answer itself (a search builds a new tuple every time).
+    state = position(["5C 7D", "KH"], "2S 3H 5D")
+    five, seven = cards("5C 7D")
+    first = legal_plans(state, five)
+    assert first
+    assert legal_plans(state, five) is first
+    other = legal_plans(state, seven)
+    assert other
+    assert other is not first
+    again = legal_plans(state, five)
+    assert again == first  # asked afresh after another card
+    assert again is not first
+    # The same floor's cards in another tuple are another floor: asked afresh, same plans.
+    moved = replace(state, floor=(*state.floor,))  # a new tuple (tuple() would return it)
+    assert moved.floor is not state.floor
+    afresh = legal_plans(moved, five)
+    assert afresh == again
+    assert afresh is not again
