@@ -18,11 +18,13 @@ from basra.engine import new_match as new_state
 from basra.engine.state import State
 from basra.service import records
 from basra.service import servicer as servicer_module
-from basra.service.servicer import RecordCache, StateCache
+from basra.service.servicer import CAS_ATTEMPTS, RecordCache, StateCache
 from basra.service.store import MatchRecord, keys
+from basra.service.store.base import Commit
 from basra.service.store.codec import encode_record
+from basra.service.store.memory import MemoryStore
 from basra.v1 import game_pb2
-from tests.service.conftest import new_match, rpc_error
+from tests.service.conftest import BASE, new_match, rpc_error
 from tests.service.driver import audit_replay, play_match, stored_record, stored_state
 from tests.support import ServerThread
 
@@ -373,3 +375,83 @@ def test_a_replica_decodes_no_state_it_committed_itself(
         option = client.plans(seat)[0]
         client.play(seat, option.card, 1 if option.plans else 0)
     assert len(decoded) <= 1, "at most the state the match was dealt with, once"
+
+
+class RacedCommits(MemoryStore):
+    """The embedded store, where another replica's change of the match lands between each read
+    and the commit that follows, the first ``races`` times: a change that leaves the state as
+    it was (so the play stays legal) and moves the version on, which each of those commits
+    finds and loses to. With ``expire_at_commit``, the match expires there instead."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        super().__init__(ttl_s=60, events_maxlen=1000, clock=lambda: self.now)
+        self.races = 0
+        self.expire_at_commit = False
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        if self.expire_at_commit:
+            self.expire_at_commit = False
+            self.now += 61
+        elif self.races > 0:
+            self.races -= 1
+            current = await self.load(match_id)
+            assert current is not None
+            moved = replace(current, version=current.version + 1)
+            other = Commit(current.version, moved, replace(commit.entry, version=moved.version))
+            assert (await super().commit_or_current(match_id, other))[0]
+        return await super().commit_or_current(match_id, commit)
+
+
+def test_a_play_that_loses_every_race_gives_up_retryable_naming_the_version() -> None:
+    store = RacedCommits()
+    server = ServerThread(BASE, store=store)
+    try:
+        client = new_match(server, seed=6)
+        seat = client.view(0).turn
+        option = client.plans(seat)[0]
+        plan = 1 if option.plans else 0
+        store.races = 3  # lost three times, then committed: one play, at version 5
+        client.play(seat, option.card, plan)
+        assert store.races == 0
+        assert client.view(0).version == 5
+        seat = client.view(0).turn
+        option = client.plans(seat)[0]
+        store.races = 100
+        r = Rejection.of(
+            rpc_error(lambda: client.play(seat, option.card, 1 if option.plans else 0))
+        )
+        assert (r.code, r.reason) == (grpc.StatusCode.ABORTED, "VERSION_MISMATCH")
+        assert r.message == "the match kept changing under this call: reload and decide again"
+        assert store.races == 100 - CAS_ATTEMPTS
+        assert r.metadata == {"current_version": str(5 + CAS_ATTEMPTS)}
+    finally:
+        server.stop()
+
+
+def test_a_match_that_expires_before_its_commit_is_not_found_and_forgotten() -> None:
+    store = RacedCommits()
+    server = ServerThread(BASE, store=store)
+    try:
+        client = new_match(server, seed=6)
+        seat = client.view(0).turn
+        option = client.plans(seat)[0]
+        store.expire_at_commit = True
+        r = Rejection.of(
+            rpc_error(lambda: client.play(seat, option.card, 1 if option.plans else 0))
+        )
+        assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+        assert client.match_id in r.message
+        # The replica no longer remembers the match: the next change of it loads it (a miss
+        # of the record cache), and finds it gone.
+        misses = server.server.metrics.record_cache.labels("miss")
+        before = misses.value
+        r = Rejection.of(
+            rpc_error(lambda: client.play(seat, option.card, 1 if option.plans else 0))
+        )
+        assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+        assert misses.value == before + 1
+    finally:
+        server.stop()
