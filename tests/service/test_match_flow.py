@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from itertools import pairwise
 
@@ -22,7 +23,10 @@ from tests.service.driver import (
 from tests.support import ServerThread
 
 
-def test_a_full_seeded_match_ends_as_the_engine_says(any_server: ServerThread) -> None:
+def test_a_full_seeded_match_ends_as_the_engine_says(
+    any_server: ServerThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="basra.rpc")
     client = new_match(any_server, seed=2024)
     played = play_match(client, random.Random(5))
     expected = engine_replay(2024, played.plays)
@@ -43,6 +47,15 @@ def test_a_full_seeded_match_ends_as_the_engine_says(any_server: ServerThread) -
     assert last.HasField("result")
     assert last.result.winner == expected.winner
     assert last.HasField("hand_score")
+    plays = [r for _, r in played.responses if isinstance(r, pb.PlayResponse)]
+    assert {r.view.match_id for r in plays} == {client.match_id}
+    scored = [r.hand_score for r in plays if r.HasField("hand_score")]
+    assert [h.game for h in scored] == [1] * len(expected.history)  # ERAM: one game
+    # The end of a match is one log line naming it and its winner.
+    ended = [r for r in caplog.records if r.name == "basra.rpc" and r.msg == "match ended"]
+    assert [(r.match_id, r.winner) for r in ended] == [  # type: ignore[attr-defined]
+        (client.match_id, expected.winner)
+    ]
 
 
 def test_the_redis_audit_stream_replays_to_the_stored_state(server: ServerThread) -> None:
