@@ -421,3 +421,25 @@ def test_a_person_plays_seat_0_of_a_three_seat_persian_match_against_two_bots(
     assert "Basra (persian rules). You are seat 0 against the bots in seats 1, 2" in text
     assert any(p.startswith("Play which card?") for p in prompts)
     assert "wins" in text.splitlines()[-1]
+
+
+def test_the_hands_of_a_rubber_s_second_game_are_scored_as_its_own(server: ServerThread) -> None:
+    # A Play that ends a hand answers its score with the game it belongs to: a client that
+    # shows a rubber's scoreboard groups the hands by it.
+    clients, _ = create(server, "egyptian", 2, seed=11, rubber=True)
+    rng = random.Random(4)
+    games: list[int] = []
+    while 2 not in games:
+        view = clients[0].view(0)
+        assert view.status != game_pb2.MATCH_STATUS_MATCH_OVER, "a rubber has a second game"
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            clients[view.next_dealer].deal(view.next_dealer)
+            continue
+        seat = view.to_play
+        pick = rng.choice(clients[seat].plans(seat))
+        plan_id = rng.randint(1, len(pick.plans)) if pick.plans else 0
+        played = clients[seat].play(seat, pick.card, plan_id)
+        if played.HasField("hand_score"):
+            games.append(played.hand_score.game)
+    assert games[0] == 1
+    assert games == sorted(games)  # each hand in the game it was played in, the last too
