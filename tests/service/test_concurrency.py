@@ -295,6 +295,7 @@ def test_decoded_states_are_kept_by_their_bytes_the_most_recently_put_first() ->
     states.put(encode(second), second)
     states.put(encode(third), third)  # over the size: the least recently put (first) goes
     assert states.decode(encode(third)) is third
+    assert states.decode(encode(second)) is second  # the size's worth kept
     again = states.decode(encode(first))
     assert again == first
     assert again is not decoded  # decoded afresh
