@@ -280,6 +280,7 @@ def test_a_replica_remembers_the_last_record_of_each_recent_match_and_forgets_on
     assert remembered.get("a") == record("a", 3)
     remembered.put(record("c", 1))  # over the size: the least recent ("b") goes
     assert (remembered.get("b"), remembered.get("c")) == (None, record("c", 1))
+    assert remembered.get("a") == record("a", 3)  # the size's worth kept
     remembered.forget("a")  # an expired match
     assert remembered.get("a") is None
     remembered.forget("never-seen")  # nothing to forget is no error
@@ -454,5 +455,25 @@ def test_a_match_that_expires_before_its_commit_is_not_found_and_forgotten() -> 
         )
         assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
         assert misses.value == before + 1
+    finally:
+        server.stop()
+
+
+def test_a_read_that_finds_the_match_gone_makes_the_replica_forget_it() -> None:
+    store = RacedCommits()
+    server = ServerThread(BASE, store=store)
+    try:
+        client = new_match(server, seed=6)
+        seat = client.view(0).turn
+        option = client.plans(seat)[0]
+        client.play(seat, option.card, 1 if option.plans else 0)  # remembered since
+        store.now += 61  # the match expires
+        r = Rejection.of(rpc_error(lambda: client.view(0)))
+        assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+        misses = server.server.metrics.record_cache.labels("miss")
+        before = misses.value
+        r = Rejection.of(rpc_error(lambda: client.play(seat, option.card, 1)))
+        assert r.reason == "MATCH_NOT_FOUND"
+        assert misses.value == before + 1, "the next change loads it: nothing remembered"
     finally:
         server.stop()

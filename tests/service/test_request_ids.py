@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from functools import partial
 
 import grpc
 import pytest
@@ -165,3 +166,63 @@ def test_caller_buckets_keep_a_bounded_number_of_callers() -> None:
 )
 def test_the_caller_of_a_peer_is_its_host_without_the_port(peer: str, host: str) -> None:
     assert peer_host(peer) == host
+
+
+def create_with_key(channel: grpc.Channel) -> object:
+    return MatchClient.create(channel, seed=1, api_key="lobby-key")
+
+
+def test_with_an_api_key_the_callers_of_that_key_share_its_bucket() -> None:
+    """With a key, the caller is the key, wherever its calls come from: a second address of the
+    same key finds the key's bucket empty (scope caller), not a bucket of its own."""
+    from dataclasses import replace as with_
+
+    from tests.service.conftest import BASE
+
+    settings = with_(
+        BASE,
+        api_key="lobby-key",
+        caller_create_rate=0.001,
+        caller_create_burst=2,
+        create_rate=1000,
+        create_burst=1000,
+    )
+    server = ServerThread(settings, listen="[::]:0")
+    try:
+        here = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+        there = grpc.insecure_channel(f"[::1]:{server.port}")
+        MatchClient.create(here, seed=1, api_key="lobby-key")
+        MatchClient.create(there, seed=1, api_key="lobby-key")
+        for channel in (here, there):
+            refused = Rejection.of(rpc_error(partial(create_with_key, channel)))
+            assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", "caller")
+        here.close()
+        there.close()
+    finally:
+        server.stop()
+
+
+def test_a_caller_is_refused_until_its_next_creation_is_due_however_soon() -> None:
+    """An empty bucket refuses, even when its next token is a fraction of a second away (the
+    replica's clock held still here, so that none arrives meanwhile)."""
+    from dataclasses import replace as with_
+
+    from tests.service.conftest import BASE
+
+    settings = with_(BASE, caller_create_rate=4, caller_create_burst=1)
+    server = ServerThread(settings)
+    try:
+        servicer = server.server.servicer
+        assert servicer is not None
+        now = [100.0]
+        # The replica's per-caller buckets, made from now on with this clock.
+        servicer._caller_creations._clock = lambda: now[0]
+        MatchClient.create(server.channel, seed=1)
+        refused = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
+        assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", "caller")
+        assert refused.retry_after_s is not None
+        assert 0 < refused.retry_after_s <= 0.25
+        now[0] += 0.25  # the next token is in
+        MatchClient.create(server.channel, seed=1)
+    finally:
+        server.stop()
