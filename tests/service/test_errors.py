@@ -402,6 +402,7 @@ def test_seeds_are_refused_unless_allowed(
     server = start_server(redis_url=redis_url, allow_seeds=False)
     r = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
     assert (r.code, r.reason) == (Code.PERMISSION_DENIED, "SEEDS_DISABLED")
+    assert r.message == "this server draws its own seeds: omit seed"
     client, _ = MatchClient.create(server.channel)
     assert client.view(1).version == 1
 

@@ -10,9 +10,11 @@ import pytest
 
 from basra.client.match import MatchClient, to_card
 from basra.engine import Card, Phase
+from basra.service import records
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
-from tests.service.conftest import new_match
+from tests.service.conftest import BASE, new_match
 from tests.service.driver import (
     audit_replay,
     audit_states,
@@ -75,6 +77,8 @@ def test_creation_returns_tokens_once_and_the_callers_view(server: ServerThread)
     assert all(len(t.token) == 43 for t in created.seat_tokens)
     assert created.view.seat == 1
     assert created.view.version == 1
+    assert created.view.match_id == client.match_id
+    assert {e.version for e in created.events} == {1}  # the deal is version 1
     assert len(created.view.hand) == 4
     assert len(created.view.floor) == 4
     assert created.events[0].hand_started.your_cards == created.view.hand
@@ -187,3 +191,26 @@ def test_a_next_hands_deal_names_its_match_and_list_plans_the_version_it_read(
         pb.ListPlansRequest(match_id=client.match_id), metadata=client.metadata(dealt.view.turn)
     )
     assert listed.version == over + 1
+
+
+def test_a_match_keeps_its_seats_cards_only_in_the_entries_of_its_deals() -> None:
+    """Each event entry keeps, per seat, the cards a deal gave it (WatchMatch sends a seat its
+    own); an entry without a deal keeps none: a hand's stream stays small."""
+    store = MemoryStore(ttl_s=60, events_maxlen=1000)
+    server = ServerThread(BASE, store=store)
+    try:
+        client = new_match(server, seed=8)
+        play_match(client, random.Random(2), stop=lambda v: v.version >= 12)
+        page = server.run(store.events(client.match_id, 0))
+        entries = {e.version: e for e in page.entries}
+        assert len(entries) == 12
+        dealt = {v for v, e in entries.items() if e.private}
+        assert 1 in dealt  # the first deal
+        for version, entry in entries.items():
+            events = records.decode_events(entry.events)
+            deals = any(e.WhichOneof("event") in ("hand_started", "cards_dealt") for e in events)
+            assert (version in dealt) == deals, version
+            if deals:
+                assert len(entry.private) == 2
+    finally:
+        server.stop()

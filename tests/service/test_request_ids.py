@@ -4,6 +4,7 @@ caller's API key); and one caller's creations must not starve the others (per-ca
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -202,24 +203,30 @@ def test_with_an_api_key_the_callers_of_that_key_share_its_bucket() -> None:
         server.stop()
 
 
-def test_a_caller_is_refused_until_its_next_creation_is_due_however_soon() -> None:
+@pytest.mark.parametrize("scope", ["caller", "replica"])
+def test_creation_is_refused_until_the_next_one_is_due_however_soon(scope: str) -> None:
     """An empty bucket refuses, even when its next token is a fraction of a second away (the
-    replica's clock held still here, so that none arrives meanwhile)."""
+    replica's clocks held still here, so that none arrives meanwhile)."""
     from dataclasses import replace as with_
 
     from tests.service.conftest import BASE
 
-    settings = with_(BASE, caller_create_rate=4, caller_create_burst=1)
-    server = ServerThread(settings)
+    rates = {"create_rate": 1000.0, "create_burst": 1000, "caller_create_rate": 1000.0}
+    rates.update(
+        {"caller_create_rate": 4, "caller_create_burst": 1}
+        if scope == "caller"
+        else {"create_rate": 4, "create_burst": 1}
+    )
+    server = ServerThread(with_(BASE, **rates))  # type: ignore[arg-type]
     try:
         servicer = server.server.servicer
         assert servicer is not None
-        now = [100.0]
-        # The replica's per-caller buckets, made from now on with this clock.
-        servicer._caller_creations._clock = lambda: now[0]
+        now = [time.monotonic()]
+        # The replica's bucket and its per-caller ones (made from now on) read this clock.
+        servicer._creations._clock = servicer._caller_creations._clock = lambda: now[0]
         MatchClient.create(server.channel, seed=1)
         refused = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
-        assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", "caller")
+        assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", scope)
         assert refused.retry_after_s is not None
         assert 0 < refused.retry_after_s <= 0.25
         now[0] += 0.25  # the next token is in
