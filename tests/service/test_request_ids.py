@@ -16,6 +16,7 @@ import redis
 from basra.client.match import MatchClient, Rejection
 from basra.service.ratelimit import CallerBuckets, peer_host
 from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc
 from tests.service.conftest import rpc_error
 from tests.support import ServerThread
 
@@ -231,5 +232,33 @@ def test_creation_is_refused_until_the_next_one_is_due_however_soon(scope: str) 
         assert 0 < refused.retry_after_s <= 0.25
         now[0] += 0.25  # the next token is in
         MatchClient.create(server.channel, seed=1)
+    finally:
+        server.stop()
+
+
+def test_creations_without_a_request_id_are_new_matches_each_and_keep_no_creation() -> None:
+    """Without a request_id nothing names the creation again: each is a match of its own, on
+    a seed of its own, and its record keeps nothing to answer a retry with."""
+    from dataclasses import replace as with_
+
+    from basra.service.store.memory import MemoryStore
+    from tests.service.conftest import BASE
+
+    store = MemoryStore(ttl_s=60, events_maxlen=1000)
+    server = ServerThread(with_(BASE, api_key="lobby-key"), store=store)
+    try:
+        stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
+        key = (("x-api-key", "lobby-key"),)
+        created = [stub.Deal(pb.DealRequest(), metadata=key, timeout=10) for _ in range(2)]
+        first, second = (response.match_id for response in created)
+        assert first != second
+        assert created[0].view.hand != created[1].view.hand, "each on a seed of its own"
+        for match_id in (first, second):
+            record = server.run(store.load(match_id))
+            assert record is not None
+            assert record.creation == b""
+        # The largest seed is a seed too.
+        largest = stub.Deal(pb.DealRequest(seed=(1 << 64) - 1), metadata=key, timeout=10)
+        assert largest.view.version == 1
     finally:
         server.stop()
