@@ -257,6 +257,7 @@ def test_creations_without_a_request_id_are_new_matches_each_and_keep_no_creatio
             record = server.run(store.load(match_id))
             assert record is not None
             assert record.creation == b""
+            assert record.requests == (b"", b"")  # no seat has made a request yet
         # The largest seed is a seed too.
         largest = stub.Deal(pb.DealRequest(seed=(1 << 64) - 1), metadata=key, timeout=10)
         assert largest.view.version == 1
