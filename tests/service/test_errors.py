@@ -567,3 +567,42 @@ def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClie
     store.set(keys.match_key(client.match_id), encode_record(record))
     r = Rejection.of(rpc_error(lambda: client.view(0)))
     assert (r.code, r.reason) == (Code.DATA_LOSS, "STATE_CORRUPT")
+
+
+def test_every_call_is_logged_with_its_match_and_a_creation_with_the_match_it_made(
+    server: ServerThread, client: MatchClient
+) -> None:
+    buffer = io.StringIO()
+    logs.setup("DEBUG", buffer)
+    try:
+        client.view(0)
+        created, _ = MatchClient.create(server.channel)
+        stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
+        rpc_error(partial(stub.CreateMatch, pb.CreateMatchRequest(seats=9)))
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    records = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (read,) = [r for r in records if r.get("method") == "GetMatch"]
+    assert (read["msg"], read["match_id"]) == ("call", client.match_id)
+    (made,) = [r for r in records if r["msg"] == "match created"]
+    assert made["match_id"] == created.match_id
+    # A request that names no match is logged with none.
+    (refused,) = [r for r in records if r.get("method") == "CreateMatch"]
+    assert (refused["msg"], refused["match_id"]) == ("call rejected", "")
+
+
+def test_a_watch_token_s_malformed_change_is_refused_for_what_is_malformed(
+    client: MatchClient,
+) -> None:
+    # The request is checked before the token: a client fixing its request first learns what
+    # is wrong with it, then that the token is read-only.
+    watch = client.stub.CreateWatchToken(
+        pb.CreateWatchTokenRequest(match_id=client.match_id), metadata=client.metadata(0)
+    ).watch_token
+    as_watcher = (("authorization", f"Bearer {watch}"),)
+    request = pb.PlayRequest(match_id=client.match_id, card=card_pb("2C"), expected_version=0)
+    r = Rejection.of(rpc_error(partial(client.stub.Play, request, metadata=as_watcher)))
+    assert (r.code, list(r.field_violations)) == (Code.INVALID_ARGUMENT, ["expected_version"])
+    request.ClearField("expected_version")
+    r = Rejection.of(rpc_error(partial(client.stub.Play, request, metadata=as_watcher)))
+    assert (r.code, r.reason) == (Code.PERMISSION_DENIED, "WATCH_TOKEN_READ_ONLY")

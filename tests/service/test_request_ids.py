@@ -263,3 +263,43 @@ def test_creations_without_a_request_id_are_new_matches_each_and_keep_no_creatio
         assert largest.view.version == 1
     finally:
         server.stop()
+
+
+def test_a_creation_that_loses_the_race_to_its_own_retry_answers_as_the_retry() -> None:
+    """Two replicas given the same creation at once both find no match under its id; the one
+    whose write comes second answers from the match the first made, as a retry would."""
+    from dataclasses import replace as with_
+
+    from basra.service.store.base import NewMatch
+    from basra.service.store.memory import MemoryStore
+    from tests.service.conftest import BASE
+
+    class RacedCreations(MemoryStore):
+        """The embedded store, where the other replica's write of the same creation lands
+        between this replica's look for it and its own write, the first ``races`` times."""
+
+        races = 0
+
+        async def create(self, new: NewMatch) -> bool:
+            if self.races > 0:
+                self.races -= 1
+                assert await super().create(new)  # the same request, the other replica
+            return await super().create(new)
+
+    store = RacedCreations(ttl_s=60, events_maxlen=1000)
+    server = ServerThread(with_(BASE, api_key="lobby-key"), store=store)
+    try:
+        request_id = str(uuid.uuid4())
+        store.races = 1
+        client, first = MatchClient.create(
+            server.channel, seed=5, request_id=request_id, api_key="lobby-key"
+        )
+        assert store.races == 0
+        assert client.view(0).version == 1  # its tokens are the match's
+        assert client.view(1).version == 1
+        _, again = MatchClient.create(
+            server.channel, seed=5, request_id=request_id, api_key="lobby-key"
+        )
+        assert again == first
+    finally:
+        server.stop()
