@@ -6,13 +6,14 @@ import random
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import cast
 
 import grpc
 import pytest
 import redis
 
 from basra.client.match import MatchClient, Rejection
-from basra.engine import ERAM, encode
+from basra.engine import ERAM, CorruptStateError, encode
 from basra.engine import decode as engine_decode
 from basra.engine import new_match as new_state
 from basra.engine.state import State
@@ -287,6 +288,20 @@ def test_a_replica_remembers_the_last_record_of_each_recent_match_and_forgets_on
     assert remembered.get("c") == record("c", 1)
 
 
+def test_each_replica_cache_holds_4096_matches_by_default() -> None:
+    # The operator guide's memory figures and its routing advice count on it.
+    states, remembered = StateCache(), RecordCache()
+    kept = [cast(State, object()) for _ in range(4097)]  # the caches never look inside
+    for index, state in enumerate(kept):
+        states.put(index.to_bytes(2, "big"), state)
+        remembered.put(MatchRecord(str(index), 1, b"", (), b"", ()))
+    assert states.decode((1).to_bytes(2, "big")) is kept[1]  # kept: not decoded
+    with pytest.raises(CorruptStateError):  # the oldest went: its bytes are decoded, and are none
+        states.decode((0).to_bytes(2, "big"))
+    assert remembered.get("0") is None
+    assert remembered.get("1") == MatchRecord("1", 1, b"", (), b"", ())
+
+
 def test_decoded_states_are_kept_by_their_bytes_the_most_recently_put_first() -> None:
     states = StateCache(size=2)
     first, second, third = (new_state(seed, ERAM)[0] for seed in (1, 2, 3))
@@ -467,6 +482,12 @@ def test_a_read_that_finds_the_match_gone_makes_the_replica_forget_it() -> None:
         seat = client.view(0).turn
         option = client.plans(seat)[0]
         client.play(seat, option.card, 1 if option.plans else 0)  # remembered since
+        hits = server.server.metrics.record_cache.labels("hit")
+        before = hits.value
+        seat = client.view(0).turn
+        option = client.plans(seat)[0]
+        client.play(seat, option.card, 1 if option.plans else 0)
+        assert hits.value == before + 1, "the second play starts from the remembered record"
         store.now += 61  # the match expires
         r = Rejection.of(rpc_error(lambda: client.view(0)))
         assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")

@@ -589,6 +589,12 @@ def test_every_call_is_logged_with_its_match_and_a_creation_with_the_match_it_ma
     # A request that names no match is logged with none.
     (refused,) = [r for r in records if r.get("method") == "CreateMatch"]
     assert (refused["msg"], refused["match_id"]) == ("call rejected", "")
+    for method in ("GetMatch", "CreateMatch"):
+        took = server.server.metrics.registry.get_sample_value(
+            "basra_rpc_latency_seconds_sum", {"method": method}
+        )
+        assert took is not None
+        assert 0 <= took < 60, method  # its latency, not a clock reading
 
 
 def test_a_watch_token_s_malformed_change_is_refused_for_what_is_malformed(
