@@ -360,17 +360,11 @@ def test_a_change_without_a_request_id_keeps_no_request_record_for_its_seat(
     store = redis.Redis.from_url(redis_url)
     client = new_match(server, seed=6)
 
-    def play(request_id: str) -> int:
-        seat = client.view(0).turn
-        option = client.plans(seat)[0]
-        client.play(seat, option.card, 1 if option.plans else 0, request_id=request_id)
-        return seat
-
-    first = play("play-1")
+    first = play_first_option(client, "play-1")
     assert stored_record(store, client.match_id).requests[first] != b""
-    second = play("")
+    second = play_first_option(client, "")
     assert stored_record(store, client.match_id).requests[second] == b""
-    assert play("") == first
+    assert play_first_option(client, "") == first
     assert stored_record(store, client.match_id).requests == (b"", b"")
 
 
@@ -388,9 +382,7 @@ def test_a_replica_decodes_no_state_it_committed_itself(
 
     monkeypatch.setattr(servicer_module, "decode", counted)
     for _ in range(4):
-        seat = client.view(0).turn
-        option = client.plans(seat)[0]
-        client.play(seat, option.card, 1 if option.plans else 0)
+        play_first_option(client)
     assert len(decoded) <= 1, "at most the state the match was dealt with, once"
 
 
@@ -422,79 +414,82 @@ class RacedCommits(MemoryStore):
         return await super().commit_or_current(match_id, commit)
 
 
-def test_a_play_that_loses_every_race_gives_up_retryable_naming_the_version() -> None:
+def first_option(client: MatchClient) -> tuple[int, game_pb2.Card, int]:
+    """The seat to move, its first card and that card's first plan (0: it trails)."""
+    seat = client.view(0).turn
+    option = client.plans(seat)[0]
+    return seat, option.card, 1 if option.plans else 0
+
+
+def play_first_option(client: MatchClient, request_id: str | None = None) -> int:
+    """The seat to move plays its first option; its seat."""
+    seat, card, plan = first_option(client)
+    client.play(seat, card, plan, request_id=request_id)
+    return seat
+
+
+def refused(client: MatchClient, option: tuple[int, game_pb2.Card, int]) -> Rejection:
+    return Rejection.of(rpc_error(lambda: client.play(*option)))
+
+
+@pytest.fixture
+def raced() -> Iterator[tuple[RacedCommits, ServerThread, MatchClient]]:
+    """A server on a RacedCommits store, and a match on it."""
     store = RacedCommits()
     server = ServerThread(BASE, store=store)
     try:
-        client = new_match(server, seed=6)
-        seat = client.view(0).turn
-        option = client.plans(seat)[0]
-        plan = 1 if option.plans else 0
-        store.races = 3  # lost three times, then committed: one play, at version 5
-        client.play(seat, option.card, plan)
-        assert store.races == 0
-        assert client.view(0).version == 5
-        seat = client.view(0).turn
-        option = client.plans(seat)[0]
-        store.races = 100
-        r = Rejection.of(
-            rpc_error(lambda: client.play(seat, option.card, 1 if option.plans else 0))
-        )
-        assert (r.code, r.reason) == (grpc.StatusCode.ABORTED, "VERSION_MISMATCH")
-        assert r.message == "the match kept changing under this call: reload and decide again"
-        assert store.races == 100 - CAS_ATTEMPTS
-        assert r.metadata == {"current_version": str(5 + CAS_ATTEMPTS)}
+        yield store, server, new_match(server, seed=6)
     finally:
         server.stop()
 
 
-def test_a_match_that_expires_before_its_commit_is_not_found_and_forgotten() -> None:
-    store = RacedCommits()
-    server = ServerThread(BASE, store=store)
-    try:
-        client = new_match(server, seed=6)
-        seat = client.view(0).turn
-        option = client.plans(seat)[0]
-        store.expire_at_commit = True
-        r = Rejection.of(
-            rpc_error(lambda: client.play(seat, option.card, 1 if option.plans else 0))
-        )
-        assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
-        assert client.match_id in r.message
-        # The replica no longer remembers the match: the next change of it loads it (a miss
-        # of the record cache), and finds it gone.
-        misses = server.server.metrics.record_cache.labels("miss")
-        before = misses.value
-        r = Rejection.of(
-            rpc_error(lambda: client.play(seat, option.card, 1 if option.plans else 0))
-        )
-        assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
-        assert misses.value == before + 1
-    finally:
-        server.stop()
+def test_a_play_that_loses_every_race_gives_up_retryable_naming_the_version(
+    raced: tuple[RacedCommits, ServerThread, MatchClient],
+) -> None:
+    store, _, client = raced
+    store.races = 3  # lost three times, then committed: one play, at version 5
+    play_first_option(client)
+    assert store.races == 0
+    assert client.view(0).version == 5
+    store.races = 100
+    r = refused(client, first_option(client))
+    assert (r.code, r.reason) == (grpc.StatusCode.ABORTED, "VERSION_MISMATCH")
+    assert r.message == "the match kept changing under this call: reload and decide again"
+    assert store.races == 100 - CAS_ATTEMPTS
+    assert r.metadata == {"current_version": str(5 + CAS_ATTEMPTS)}
 
 
-def test_a_read_that_finds_the_match_gone_makes_the_replica_forget_it() -> None:
-    store = RacedCommits()
-    server = ServerThread(BASE, store=store)
-    try:
-        client = new_match(server, seed=6)
-        seat = client.view(0).turn
-        option = client.plans(seat)[0]
-        client.play(seat, option.card, 1 if option.plans else 0)  # remembered since
-        hits = server.server.metrics.record_cache.labels("hit")
-        before = hits.value
-        seat = client.view(0).turn
-        option = client.plans(seat)[0]
-        client.play(seat, option.card, 1 if option.plans else 0)
-        assert hits.value == before + 1, "the second play starts from the remembered record"
-        store.now += 61  # the match expires
-        r = Rejection.of(rpc_error(lambda: client.view(0)))
-        assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
-        misses = server.server.metrics.record_cache.labels("miss")
-        before = misses.value
-        r = Rejection.of(rpc_error(lambda: client.play(seat, option.card, 1)))
-        assert r.reason == "MATCH_NOT_FOUND"
-        assert misses.value == before + 1, "the next change loads it: nothing remembered"
-    finally:
-        server.stop()
+def test_a_match_that_expires_before_its_commit_is_not_found_and_forgotten(
+    raced: tuple[RacedCommits, ServerThread, MatchClient],
+) -> None:
+    store, server, client = raced
+    store.expire_at_commit = True
+    option = first_option(client)
+    r = refused(client, option)
+    assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+    assert client.match_id in r.message
+    # The replica no longer remembers the match: the next change of it loads it (a miss of the
+    # record cache), and finds it gone.
+    misses = server.server.metrics.record_cache.labels("miss")
+    before = misses.value
+    assert refused(client, option).reason == "MATCH_NOT_FOUND"
+    assert misses.value == before + 1
+
+
+def test_a_read_that_finds_the_match_gone_makes_the_replica_forget_it(
+    raced: tuple[RacedCommits, ServerThread, MatchClient],
+) -> None:
+    store, server, client = raced
+    play_first_option(client)  # remembered since
+    hits = server.server.metrics.record_cache.labels("hit")
+    before = hits.value
+    play_first_option(client)
+    assert hits.value == before + 1, "the second play starts from the remembered record"
+    option = first_option(client)
+    store.now += 61  # the match expires
+    r = Rejection.of(rpc_error(lambda: client.view(0)))
+    assert (r.code, r.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+    misses = server.server.metrics.record_cache.labels("miss")
+    before = misses.value
+    assert refused(client, option).reason == "MATCH_NOT_FOUND"
+    assert misses.value == before + 1, "the next change loads it: nothing remembered"
