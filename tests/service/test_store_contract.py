@@ -581,6 +581,8 @@ class Expiries(Protocol):
 
     def pexpiretime(self, key: str) -> Any: ...
 
+    def persist(self, name: str) -> Any: ...
+
     def delete(self, *names: str) -> Any: ...
 
 
@@ -609,6 +611,9 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         return int(direct.pexpiretime(watch)) - int(direct.pexpiretime(record))
 
     async def scenario() -> None:
+        # The watch-key fixes run unawaited: whatever goes wrong in them reaches only the loop.
+        unhandled: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, e: unhandled.append(e))
         await store.create(new(mid))
         for key in (record, events):
             direct.pexpire(key, 5_000)  # the match idle for all but 5 s of its TTL
@@ -635,11 +640,18 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         assert 0 < direct.pttl(record) <= 60_000
         assert 0 <= lag() < 1_000
         assert (await store.watch_access((mid,)))[mid] == access
+        # A match an operator keeps (its keys persisted): a lost commit leaves its watch key
+        # without expiry too.
+        for key in (record, events):
+            direct.persist(key)
+        assert not await store.commit(mid, commit(1))
+        await until(lambda: direct.pttl(watch) == -1, "the watch key kept as the match is")
         # Had the match gone a moment before its watch key, a commit would find it gone and
         # remove the watch key instead of giving it a new lifetime.
         direct.delete(record, events)
         assert not await store.commit(mid, commit(4))
         await until(lambda: direct.pttl(watch) == -2, "the watch key removed")
+        assert unhandled == []
 
     return scenario()
 
