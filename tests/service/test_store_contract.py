@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import pytest
@@ -20,6 +22,7 @@ from basra.service.store import (
     MatchRecord,
     NewMatch,
     Store,
+    StoreUnavailableError,
     WatchAccess,
     keys,
 )
@@ -27,6 +30,7 @@ from basra.service.store.codec import decode_watch_access, encode_watch_access
 from basra.service.store.memory import MemoryStore
 from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
+from tests.support import RedisProcess
 
 StoreFactory = Callable[[], Store]
 
@@ -721,3 +725,36 @@ def test_redis_store_call_stays_cancelled_when_the_command_swallows_the_cancella
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_a_batch_of_reads_that_fails_leaves_no_failure_unread(tmp_path: Path) -> None:
+    """events_many sends each match's two reads at once; when Redis is gone they all fail, and
+    each failure is read (one raised, the others dropped), none left for the loop to report."""
+    process = RedisProcess(tmp_path / "redis")
+    process.start()
+
+    async def scenario() -> None:
+        unhandled: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, e: unhandled.append(e))
+        store = RedisStore(
+            process.url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=1, finished_ttl_s=60
+        )
+        try:
+            await store.events_many({"M" * 22: 0})  # connected
+            process.stop()
+            try:
+                await store.events_many({"M" * 22: 0, "N" * 22: 0})
+            except StoreUnavailableError:
+                pass
+            else:
+                raise AssertionError("Redis is gone: the reads must fail")
+            gc.collect()  # a failure nobody read is reported when its future is collected
+            await asyncio.sleep(0)
+            assert unhandled == []
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        process.stop()
