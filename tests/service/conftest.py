@@ -11,6 +11,7 @@ import redis
 from basra.client.match import MatchClient, Rejection
 from basra.service.config import Settings
 from basra.service.errors import DOMAIN
+from basra.service.store import Store
 from tests.service.driver import snapshot
 from tests.support import ServerThread
 
@@ -19,13 +20,17 @@ BASE = Settings(allow_seeds=True, metrics_port=None, health_interval_s=0.2, watc
 
 @pytest.fixture
 def start_server() -> Iterator[Callable[..., ServerThread]]:
-    """Start servers with settings overrides; all are stopped after the test."""
+    """Start servers with settings overrides (on ``on_store`` when given, listening on ``listen``);
+    all are stopped after the test."""
     started: list[ServerThread] = []
 
-    def start(**overrides: object) -> ServerThread:
+    def start(
+        *, on_store: Store | None = None, listen: str = "127.0.0.1:0", **overrides: object
+    ) -> ServerThread:
         from dataclasses import replace
 
-        server = ServerThread(replace(BASE, **overrides))  # type: ignore[arg-type]
+        settings = replace(BASE, **overrides)  # type: ignore[arg-type]
+        server = ServerThread(settings, listen=listen, store=on_store)
         started.append(server)
         return server
 

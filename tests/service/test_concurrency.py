@@ -25,7 +25,7 @@ from basra.service.store.base import Commit
 from basra.service.store.codec import encode_record
 from basra.service.store.memory import MemoryStore
 from basra.v1 import game_pb2
-from tests.service.conftest import BASE, new_match, rpc_error
+from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import audit_replay, play_match, stored_record, stored_state
 from tests.support import ServerThread
 
@@ -433,14 +433,13 @@ def refused(client: MatchClient, option: tuple[int, game_pb2.Card, int]) -> Reje
 
 
 @pytest.fixture
-def raced() -> Iterator[tuple[RacedCommits, ServerThread, MatchClient]]:
+def raced(
+    start_server: Callable[..., ServerThread],
+) -> tuple[RacedCommits, ServerThread, MatchClient]:
     """A server on a RacedCommits store, and a match on it."""
     store = RacedCommits()
-    server = ServerThread(BASE, store=store)
-    try:
-        yield store, server, new_match(server, seed=6)
-    finally:
-        server.stop()
+    server = start_server(on_store=store)
+    return store, server, new_match(server, seed=6)
 
 
 def test_a_play_that_loses_every_race_gives_up_retryable_naming_the_version(

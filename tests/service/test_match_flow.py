@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from itertools import pairwise
 
 import pytest
@@ -14,7 +15,7 @@ from basra.service import records
 from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
-from tests.service.conftest import BASE, new_match
+from tests.service.conftest import new_match
 from tests.service.driver import (
     audit_replay,
     audit_states,
@@ -193,24 +194,23 @@ def test_a_next_hands_deal_names_its_match_and_list_plans_the_version_it_read(
     assert listed.version == over + 1
 
 
-def test_a_match_keeps_its_seats_cards_only_in_the_entries_of_its_deals() -> None:
+def test_a_match_keeps_its_seats_cards_only_in_the_entries_of_its_deals(
+    start_server: Callable[..., ServerThread],
+) -> None:
     """Each event entry keeps, per seat, the cards a deal gave it (WatchMatch sends a seat its
     own); an entry without a deal keeps none: a hand's stream stays small."""
     store = MemoryStore(ttl_s=60, events_maxlen=1000)
-    server = ServerThread(BASE, store=store)
-    try:
-        client = new_match(server, seed=8)
-        play_match(client, random.Random(2), stop=lambda v: v.version >= 12)
-        page = server.run(store.events(client.match_id, 0))
-        entries = {e.version: e for e in page.entries}
-        assert len(entries) == 12
-        dealt = {v for v, e in entries.items() if e.private}
-        assert 1 in dealt  # the first deal
-        for version, entry in entries.items():
-            events = records.decode_events(entry.events)
-            deals = any(e.WhichOneof("event") in ("hand_started", "cards_dealt") for e in events)
-            assert (version in dealt) == deals, version
-            if deals:
-                assert len(entry.private) == 2
-    finally:
-        server.stop()
+    server = start_server(on_store=store)
+    client = new_match(server, seed=8)
+    play_match(client, random.Random(2), stop=lambda v: v.version >= 12)
+    page = server.run(store.events(client.match_id, 0))
+    entries = {e.version: e for e in page.entries}
+    assert len(entries) == 12
+    dealt = {v for v, e in entries.items() if e.private}
+    assert 1 in dealt  # the first deal
+    for version, entry in entries.items():
+        events = records.decode_events(entry.events)
+        deals = any(e.WhichOneof("event") in ("hand_started", "cards_dealt") for e in events)
+        assert (version in dealt) == deals, version
+        if deals:
+            assert len(entry.private) == 2

@@ -15,6 +15,8 @@ import redis
 
 from basra.client.match import MatchClient, Rejection
 from basra.service.ratelimit import CallerBuckets, peer_host
+from basra.service.store.base import NewMatch
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
 from tests.service.conftest import rpc_error
@@ -105,40 +107,38 @@ def test_the_same_request_id_under_another_api_key_is_another_match(
     assert their_response != created
 
 
-def test_creations_are_limited_per_caller_as_well_as_per_replica() -> None:
+def test_creations_are_limited_per_caller_as_well_as_per_replica(
+    start_server: Callable[..., ServerThread],
+) -> None:
     """One caller's flood spends its own bucket, not everyone's: another address still creates.
     The server listens on every address, so 127.0.0.1 and ::1 are two callers."""
-    from dataclasses import replace as with_
-
-    from tests.service.conftest import BASE
-
-    settings = with_(
-        BASE, caller_create_rate=0.001, caller_create_burst=3, create_rate=0.001, create_burst=5
+    server = start_server(
+        listen="[::]:0",
+        caller_create_rate=0.001,
+        caller_create_burst=3,
+        create_rate=0.001,
+        create_burst=5,
     )
-    server = ServerThread(settings, listen="[::]:0")
-    try:
-        flooder = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-        other = grpc.insecure_channel(f"[::1]:{server.port}")
-        for _ in range(3):
-            MatchClient.create(flooder, seed=1)
-        refused = Rejection.of(rpc_error(lambda: MatchClient.create(flooder, seed=1)))
-        assert (refused.code, refused.reason) == (
-            grpc.StatusCode.RESOURCE_EXHAUSTED,
-            "RATE_LIMITED",
-        )
-        assert refused.metadata["scope"] == "caller"
-        assert refused.retry_after_s is not None
-        assert refused.retry_after_s > 0
-        # The other caller is not starved by the flood...
-        MatchClient.create(other, seed=1)
-        MatchClient.create(other, seed=1)
-        # ...until the replica's own limit (5 in all) is reached.
-        refused = Rejection.of(rpc_error(lambda: MatchClient.create(other, seed=1)))
-        assert refused.metadata["scope"] == "replica"
-        flooder.close()
-        other.close()
-    finally:
-        server.stop()
+    flooder = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    other = grpc.insecure_channel(f"[::1]:{server.port}")
+    for _ in range(3):
+        MatchClient.create(flooder, seed=1)
+    refused = Rejection.of(rpc_error(lambda: MatchClient.create(flooder, seed=1)))
+    assert (refused.code, refused.reason) == (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "RATE_LIMITED",
+    )
+    assert refused.metadata["scope"] == "caller"
+    assert refused.retry_after_s is not None
+    assert refused.retry_after_s > 0
+    # The other caller is not starved by the flood...
+    MatchClient.create(other, seed=1)
+    MatchClient.create(other, seed=1)
+    # ...until the replica's own limit (5 in all) is reached.
+    refused = Rejection.of(rpc_error(lambda: MatchClient.create(other, seed=1)))
+    assert refused.metadata["scope"] == "replica"
+    flooder.close()
+    other.close()
 
 
 def test_caller_buckets_keep_a_bounded_number_of_callers() -> None:
@@ -174,132 +174,113 @@ def create_with_key(channel: grpc.Channel) -> object:
     return MatchClient.create(channel, seed=1, api_key="lobby-key")
 
 
-def test_with_an_api_key_the_callers_of_that_key_share_its_bucket() -> None:
+def test_with_an_api_key_the_callers_of_that_key_share_its_bucket(
+    start_server: Callable[..., ServerThread],
+) -> None:
     """With a key, the caller is the key, wherever its calls come from: a second address of the
     same key finds the key's bucket empty (scope caller), not a bucket of its own."""
-    from dataclasses import replace as with_
-
-    from tests.service.conftest import BASE
-
-    settings = with_(
-        BASE,
+    server = start_server(
+        listen="[::]:0",
         api_key="lobby-key",
         caller_create_rate=0.001,
         caller_create_burst=2,
         create_rate=1000,
         create_burst=1000,
     )
-    server = ServerThread(settings, listen="[::]:0")
-    try:
-        here = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-        there = grpc.insecure_channel(f"[::1]:{server.port}")
-        MatchClient.create(here, seed=1, api_key="lobby-key")
-        MatchClient.create(there, seed=1, api_key="lobby-key")
-        for channel in (here, there):
-            refused = Rejection.of(rpc_error(partial(create_with_key, channel)))
-            assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", "caller")
-        here.close()
-        there.close()
-    finally:
-        server.stop()
+    here = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    there = grpc.insecure_channel(f"[::1]:{server.port}")
+    MatchClient.create(here, seed=1, api_key="lobby-key")
+    MatchClient.create(there, seed=1, api_key="lobby-key")
+    for channel in (here, there):
+        refused = Rejection.of(rpc_error(partial(create_with_key, channel)))
+        assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", "caller")
+    here.close()
+    there.close()
 
 
 @pytest.mark.parametrize("scope", ["caller", "replica"])
-def test_creation_is_refused_until_the_next_one_is_due_however_soon(scope: str) -> None:
+def test_creation_is_refused_until_the_next_one_is_due_however_soon(
+    start_server: Callable[..., ServerThread], scope: str
+) -> None:
     """An empty bucket refuses, even when its next token is a fraction of a second away (the
     replica's clocks held still here, so that none arrives meanwhile)."""
-    from dataclasses import replace as with_
-
-    from tests.service.conftest import BASE
-
-    rates = {"create_rate": 1000.0, "create_burst": 1000, "caller_create_rate": 1000.0}
+    rates: dict[str, object] = {
+        "create_rate": 1000.0,
+        "create_burst": 1000,
+        "caller_create_rate": 1000.0,
+    }
     rates.update(
         {"caller_create_rate": 4, "caller_create_burst": 1}
         if scope == "caller"
         else {"create_rate": 4, "create_burst": 1}
     )
-    server = ServerThread(with_(BASE, **rates))  # type: ignore[arg-type]
-    try:
-        servicer = server.server.servicer
-        assert servicer is not None
-        now = [time.monotonic()]
-        # The replica's bucket and its per-caller ones (made from now on) read this clock.
-        servicer._creations._clock = servicer._caller_creations._clock = lambda: now[0]
-        MatchClient.create(server.channel, seed=1)
-        refused = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
-        assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", scope)
-        assert refused.retry_after_s is not None
-        assert 0 < refused.retry_after_s <= 0.25
-        now[0] += 0.25  # the next token is in
-        MatchClient.create(server.channel, seed=1)
-    finally:
-        server.stop()
+    server = start_server(**rates)
+    servicer = server.server.servicer
+    assert servicer is not None
+    now = [time.monotonic()]
+    # The replica's bucket and its per-caller ones (made from now on) read this clock.
+    servicer._creations._clock = servicer._caller_creations._clock = lambda: now[0]
+    MatchClient.create(server.channel, seed=1)
+    refused = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
+    assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", scope)
+    assert refused.retry_after_s is not None
+    assert 0 < refused.retry_after_s <= 0.25
+    now[0] += 0.25  # the next token is in
+    MatchClient.create(server.channel, seed=1)
 
 
-def test_creations_without_a_request_id_are_new_matches_each_and_keep_no_creation() -> None:
+def test_creations_without_a_request_id_are_new_matches_each_and_keep_no_creation(
+    start_server: Callable[..., ServerThread],
+) -> None:
     """Without a request_id nothing names the creation again: each is a match of its own, on
     a seed of its own, and its record keeps nothing to answer a retry with."""
-    from dataclasses import replace as with_
-
-    from basra.service.store.memory import MemoryStore
-    from tests.service.conftest import BASE
-
     store = MemoryStore(ttl_s=60, events_maxlen=1000)
-    server = ServerThread(with_(BASE, api_key="lobby-key"), store=store)
-    try:
-        stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
-        key = (("x-api-key", "lobby-key"),)
-        created = [stub.Deal(pb.DealRequest(), metadata=key, timeout=10) for _ in range(2)]
-        first, second = (response.match_id for response in created)
-        assert first != second
-        assert created[0].view.hand != created[1].view.hand, "each on a seed of its own"
-        for match_id in (first, second):
-            record = server.run(store.load(match_id))
-            assert record is not None
-            assert record.creation == b""
-            assert record.requests == (b"", b"")  # no seat has made a request yet
-        # The largest seed is a seed too.
-        largest = stub.Deal(pb.DealRequest(seed=(1 << 64) - 1), metadata=key, timeout=10)
-        assert largest.view.version == 1
-    finally:
-        server.stop()
+    server = start_server(on_store=store, api_key="lobby-key")
+    stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
+    key = (("x-api-key", "lobby-key"),)
+    created = [stub.Deal(pb.DealRequest(), metadata=key, timeout=10) for _ in range(2)]
+    first, second = (response.match_id for response in created)
+    assert first != second
+    assert created[0].view.hand != created[1].view.hand, "each on a seed of its own"
+    for match_id in (first, second):
+        record = server.run(store.load(match_id))
+        assert record is not None
+        assert record.creation == b""
+        assert record.requests == (b"", b"")  # no seat has made a request yet
+    # The largest seed is a seed too.
+    largest = stub.Deal(pb.DealRequest(seed=(1 << 64) - 1), metadata=key, timeout=10)
+    assert largest.view.version == 1
 
 
-def test_a_creation_that_loses_the_race_to_its_own_retry_answers_as_the_retry() -> None:
+class RacedCreations(MemoryStore):
+    """The embedded store, where the other replica's write of the same creation lands between
+    this replica's look for it and its own write, the first ``races`` times."""
+
+    races = 0
+
+    async def create(self, new: NewMatch) -> bool:
+        if self.races > 0:
+            self.races -= 1
+            assert await super().create(new)  # the same request, the other replica
+        return await super().create(new)
+
+
+def test_a_creation_that_loses_the_race_to_its_own_retry_answers_as_the_retry(
+    start_server: Callable[..., ServerThread],
+) -> None:
     """Two replicas given the same creation at once both find no match under its id; the one
     whose write comes second answers from the match the first made, as a retry would."""
-    from dataclasses import replace as with_
-
-    from basra.service.store.base import NewMatch
-    from basra.service.store.memory import MemoryStore
-    from tests.service.conftest import BASE
-
-    class RacedCreations(MemoryStore):
-        """The embedded store, where the other replica's write of the same creation lands
-        between this replica's look for it and its own write, the first ``races`` times."""
-
-        races = 0
-
-        async def create(self, new: NewMatch) -> bool:
-            if self.races > 0:
-                self.races -= 1
-                assert await super().create(new)  # the same request, the other replica
-            return await super().create(new)
-
     store = RacedCreations(ttl_s=60, events_maxlen=1000)
-    server = ServerThread(with_(BASE, api_key="lobby-key"), store=store)
-    try:
-        request_id = str(uuid.uuid4())
-        store.races = 1
-        client, first = MatchClient.create(
-            server.channel, seed=5, request_id=request_id, api_key="lobby-key"
-        )
-        assert store.races == 0
-        assert client.view(0).version == 1  # its tokens are the match's
-        assert client.view(1).version == 1
-        _, again = MatchClient.create(
-            server.channel, seed=5, request_id=request_id, api_key="lobby-key"
-        )
-        assert again == first
-    finally:
-        server.stop()
+    server = start_server(on_store=store, api_key="lobby-key")
+    request_id = str(uuid.uuid4())
+    store.races = 1
+    client, first = MatchClient.create(
+        server.channel, seed=5, request_id=request_id, api_key="lobby-key"
+    )
+    assert store.races == 0
+    assert client.view(0).version == 1  # its tokens are the match's
+    assert client.view(1).version == 1
+    _, again = MatchClient.create(
+        server.channel, seed=5, request_id=request_id, api_key="lobby-key"
+    )
+    assert again == first
