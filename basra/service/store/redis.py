@@ -648,8 +648,11 @@ def _pack_with_hiredis(client: Redis) -> None:
     base = pool.connection_class
 
     def pack_command(self: Any, *args: Any) -> list[bytes]:
-        if isinstance(args[0], str) and " " in args[0]:  # "MEMORY USAGE": words go apart
-            args = (*args[0].split(), *args[1:])
+        # "MEMORY USAGE": its words go apart, as redis-py's packer splits a command name (a
+        # str always, bytes with a space in them).
+        first = args[0]
+        if isinstance(first, str) or b" " in first:
+            args = (*first.split(), *args[1:])
         return [hiredis.pack_command(args)]
 
     pool.connection_class = type(f"Hiredis{base.__name__}", (base,), {"pack_command": pack_command})
