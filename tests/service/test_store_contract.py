@@ -423,6 +423,10 @@ def test_the_redis_store_packs_commands_as_redis_py_would(redis_url: str) -> Non
         ("XADD", "k", "MAXLEN", 2000, "*", "e", b"\xff" * 300, "c", 1.5),
     ]:
         assert b"".join(packed(*command)) == b"".join(Connection().pack_command(*command))
+    # Packed by hiredis, in one buffer: redis-py's Python packer sends a large value apart.
+    large = ("SET", "basra:{m}", b"r" * 10_000)
+    assert len(Connection().pack_command(*large)) > 1
+    assert len(packed(*large)) == 1
     asyncio.run(store.close())
 
 
