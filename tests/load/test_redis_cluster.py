@@ -44,7 +44,7 @@ from tests.service.driver import (
     stored_record,
     stored_state,
 )
-from tests.service.test_store_contract import new, watch_key_lives_as_long_as_the_match
+from tests.service.test_store_contract import commit, new, watch_key_lives_as_long_as_the_match
 from tests.support import (
     RedisClusterProcess,
     RedisProcess,
@@ -637,8 +637,21 @@ def test_the_watch_key_lives_as_long_as_the_match_on_a_cluster(
         )
         try:
             await watch_key_lives_as_long_as_the_match(store, direct)
+            # A store closed while a lost commit's watch-key fix is under way (a Cluster sends
+            # it as a task of its own) waits for it: the key is left with the match's expiry.
+            mid = "C" * 22
+            await store.create(new(mid))
+            access = WatchAccess(b"s" * 16, (b"h" * 32, b""))
+            assert await store.swap_watch_access(mid, None, access, revoke=False)
+            assert await store.commit(mid, commit(1))
+            for key in (keys.match_key(mid), keys.events_key(mid)):
+                direct.pexpire(key, 5_000)
+            assert not await store.commit(mid, commit(1))
+            await asyncio.sleep(0)  # the fix is sent
+            assert store._fixing, "the fix is under way when the store closes"
         finally:
             await store.close()
+        assert expiry_lag(cluster, mid) == 0
 
     try:
         asyncio.run(scenario())
