@@ -44,7 +44,12 @@ from tests.service.driver import (
     stored_record,
     stored_state,
 )
-from tests.service.test_store_contract import commit, new, watch_key_lives_as_long_as_the_match
+from tests.service.test_store_contract import (
+    commit,
+    new,
+    probe_expires_within_a_minute,
+    watch_key_lives_as_long_as_the_match,
+)
 from tests.support import (
     RedisClusterProcess,
     RedisProcess,
@@ -628,7 +633,8 @@ def test_the_watch_key_lives_as_long_as_the_match_on_a_cluster(
     cluster: RedisClusterProcess,
 ) -> None:
     """The store contract's watch-key lifetime on a three-master cluster (the commit's PEXPIRE
-    of the watch key goes in one pipeline with its script, to the match's master)."""
+    of the watch key goes in one pipeline with its script, to the match's master), and its
+    expiring health probe."""
     direct = RedisCluster.from_url(cluster.url)
 
     async def scenario() -> None:
@@ -637,6 +643,7 @@ def test_the_watch_key_lives_as_long_as_the_match_on_a_cluster(
         )
         try:
             await watch_key_lives_as_long_as_the_match(store, direct)
+            await probe_expires_within_a_minute(store, direct)
             # A store closed while a lost commit's watch-key fix is under way (a Cluster sends
             # it as a task of its own) waits for it: the key is left with the match's expiry.
             mid = "C" * 22

@@ -678,6 +678,28 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
     return scenario()
 
 
+async def probe_expires_within_a_minute(store: RedisStore, direct: Expiries) -> None:
+    """The health check (ping) is a write of the probe key, which expires within a minute:
+    checks leave nothing behind for long."""
+    direct.delete(keys.PROBE)
+    await store.ping()
+    assert 50_000 < int(direct.pttl(keys.PROBE)) <= 60_000
+
+
+def test_redis_store_ping_writes_a_probe_that_expires(redis_url: str) -> None:
+    direct = redis.Redis.from_url(redis_url)
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=2)
+        try:
+            await probe_expires_within_a_minute(store, direct)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+    direct.close()
+
+
 def test_redis_store_keeps_the_watch_key_as_long_as_the_match(redis_url: str) -> None:
     direct = redis.Redis.from_url(redis_url)
 
