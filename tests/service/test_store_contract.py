@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import gc
@@ -14,7 +15,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from basra.service.config import EVENT_LOOPS
+from basra.service.config import EVENT_LOOPS, from_args
 from basra.service.server import new_event_loop
 from basra.service.store import (
     Commit,
@@ -404,6 +405,25 @@ def test_the_redis_store_measures_every_node_of_a_long_stream(redis_url: str) ->
     asyncio.run(scenario())
 
 
+def test_a_redis_store_built_without_pool_or_poll_settings_takes_the_shipped_defaults(
+    redis_url: str,
+) -> None:
+    """RedisStore's own defaults for its connection pool and its change feed's poll are the
+    service's (config.py), so a store built without them behaves as the shipped settings."""
+    shipped = from_args(argparse.Namespace(), {"BASRA_STORE": "embedded"})
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=5, timeout_s=2)
+        try:
+            assert isinstance(store._redis, redis.asyncio.Redis)
+            assert store._redis.connection_pool.max_connections == shipped.redis_pool_size
+            assert store.feed(lambda: None).poll_s == shipped.watch_poll_s
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
 def test_the_redis_store_packs_commands_as_redis_py_would(redis_url: str) -> None:
     # The store packs with hiredis (C) for speed: the bytes on the wire must not change.
     from redis.asyncio import Redis
@@ -574,7 +594,7 @@ def test_redis_store_sets_the_finished_ttl_on_both_keys_with_the_final_commit(
             await store.create(new())
             assert await store.commit("M" * 22, commit(1))
             for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
-                assert direct.pttl(key) > 99_000_000
+                assert 99_000_000 < direct.pttl(key) <= 100_000_000  # the idle TTL, 100,000 s
             assert await store.commit("M" * 22, replace(commit(2), finished=True))
             for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
                 assert 0 < direct.pttl(key) <= 60_000
