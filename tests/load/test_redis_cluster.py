@@ -31,7 +31,7 @@ from basra.service.store.base import (
     StoreUnavailableError,
     WatchAccess,
 )
-from basra.service.store.redis import RedisStore
+from basra.service.store.redis import RedisStore, _settled
 from basra.service.store.redis_feed import RedisFeed
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
@@ -966,3 +966,36 @@ def test_a_store_call_still_refused_at_its_deadline_names_the_last_refusal(
     cause = error.__cause__
     assert isinstance(cause, redis.exceptions.TryAgainError | redis.exceptions.ClusterError)
     assert str(error) == f"a slot of the match was still moving at the deadline: {cause}"
+
+
+def test_a_tryagain_handed_back_by_redis_py_is_retried_and_named_at_the_deadline() -> None:
+    """redis-py retries TRYAGAIN itself on every path the store uses (its cluster client, and
+    a pipeline's refused commands sent again one by one), ending with "TTL exhausted.", which
+    the test above meets; a TRYAGAIN it handed back as it is would be retried the same way by
+    the store (``redis._settled``, the operation standing for such a path) and named at the
+    deadline."""
+    refusal = redis.exceptions.TryAgainError("Multiple keys request during rehashing of slot")
+    tries = [0]
+
+    async def refused_twice() -> str:
+        tries[0] += 1
+        if tries[0] <= 2:
+            raise refusal
+        return "ran"
+
+    async def refused() -> str:
+        raise refusal
+
+    async def scenario() -> None:
+        moving: list[BaseException] = []
+        assert await _settled(refused_twice, moving) == "ran"
+        assert moving == [refusal, refusal]
+        assert tries == [3]
+        moving.clear()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):
+                await _settled(refused, moving)
+        assert moving  # tried until the deadline
+        assert all(exc is refusal for exc in moving)
+
+    asyncio.run(scenario())
