@@ -999,3 +999,28 @@ def test_a_tryagain_handed_back_by_redis_py_is_retried_and_named_at_the_deadline
         assert all(exc is refusal for exc in moving)
 
     asyncio.run(scenario())
+
+
+def test_a_cluster_call_on_connections_the_nodes_dropped_is_sent_again_at_once(
+    cluster: RedisClusterProcess,
+) -> None:
+    """Every master drops the store's connections (as a restart does): the next calls meet
+    dead pooled connections and are sent again on new ones within their deadline (half a
+    second here) rather than failing, as on one Redis (test_resilience)."""
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=0.5)
+        try:
+            assert await store.create(new())
+            assert await store.commit("M" * 22, commit(1))  # connections to the match's master
+            for node in cluster.nodes:
+                with node.client() as client:
+                    client.execute_command("CLIENT", "KILL", "TYPE", "normal")
+            record = await store.load("M" * 22)
+            assert record is not None
+            assert record.version == 2
+            assert await store.commit("M" * 22, commit(2))
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
