@@ -37,6 +37,8 @@ class Proxy:
         self.cut_after: bytes | None = None
         """Once a command holding these bytes reached Redis, the next reply from Redis is
         dropped and both connections are cut."""
+        self.cut_every_time = False
+        """Cut each time such a command reaches Redis, not only the first."""
         self.cuts = 0
         self.accepted = 0
         self._server: asyncio.Server | None = None
@@ -58,7 +60,8 @@ class Proxy:
         async def upstream() -> None:
             while data := await client_r.read(65536):
                 if self.cut_after is not None and self.cut_after in data:
-                    self.cut_after = None
+                    if not self.cut_every_time:
+                        self.cut_after = None
                     cut.set()
                 redis_w.write(data)
                 await redis_w.drain()
@@ -160,6 +163,90 @@ def test_a_redis_that_stops_answering_fails_the_call_at_its_deadline(redis_url: 
             proxy.holding = False
             # The stalled connection was closed; the next call gets a new one.
             assert (await store.load(MATCH)) == new().record
+        finally:
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
+
+
+def test_a_call_sent_again_after_another_calls_deadline_still_fails_at_its_own(
+    redis_url: str,
+) -> None:
+    """Two calls on one connection to a Redis that stopped answering, the second sent later:
+    at the first's deadline that connection is closed and the second, not yet due, is sent
+    again on a new connection (its handshake unanswered too); it still fails at its own
+    deadline instead of waiting for as long as Redis stays silent."""
+
+    async def scenario() -> None:
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url, timeout_s=0.3)
+        try:
+            await store.create(new())
+            proxy.holding = True
+            first = asyncio.ensure_future(store.load(MATCH))
+            await asyncio.sleep(0.1)
+            second = asyncio.ensure_future(store.load(MATCH))
+            for call in (first, second):  # (wait_for: a guard against a hang, not a measure)
+                with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.3 s"):
+                    await asyncio.wait_for(call, 5)
+            assert proxy.accepted == 2
+            proxy.holding = False
+            assert (await store.load(MATCH)) == new().record
+        finally:
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
+
+
+def test_calls_on_a_connection_whose_handshake_goes_unanswered_fail_each_at_its_deadline(
+    redis_url: str,
+) -> None:
+    """The first calls of a store open a connection whose handshake Redis leaves unanswered:
+    at the first call's deadline the connection attempt is given up and the later call, not
+    yet due, is sent again on a new one; it fails at its own deadline (not when the given-up
+    attempt's own time runs out, "cannot connect"), and once Redis answers again the next
+    call gets a connection of its own."""
+
+    async def scenario() -> None:
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        proxy.holding = True
+        store = store_at(proxy.url, timeout_s=0.3)
+        try:
+            first = asyncio.ensure_future(store.load(MATCH))
+            await asyncio.sleep(0.1)
+            second = asyncio.ensure_future(store.load(MATCH))
+            for call in (first, second):  # each at its deadline, not at the attempt's end
+                with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.3 s"):
+                    await asyncio.wait_for(call, 5)
+            proxy.holding = False
+            assert (await store.load(MATCH)) is None
+        finally:
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
+
+
+def test_a_call_whose_connection_is_lost_every_time_is_sent_twice_more_then_unavailable(
+    redis_url: str,
+) -> None:
+    """A command whose connection is cut each time it reaches Redis is sent again on a new
+    connection twice (RESENDS), then fails as unavailable, the loss named."""
+
+    async def scenario() -> None:
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url)
+        try:
+            await store.create(new())
+            proxy.cut_after, proxy.cut_every_time = b"GET", True
+            with pytest.raises(StoreUnavailableError, match="the connection to Redis was lost"):
+                await store.load(MATCH)
+            assert proxy.cuts == 3
         finally:
             await store.close()
             await proxy.close()
