@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -528,6 +529,49 @@ def test_a_closed_client_refuses_calls(redis_url: str) -> None:
         await store.close()
         with pytest.raises(StoreUnavailableError, match="closed"):
             await store.load(MATCH)
+        # A commit sends its script and the watch key's PEXPIRE together: both refused.
+        refused = client_of(store).execute_together((b"GET", b"a"), (b"GET", b"b"))
+        for future in refused:
+            with pytest.raises(StoreUnavailableError, match=r"^the store client is closed$"):
+                await future
+
+    in_loop(scenario)
+
+
+def test_a_commit_to_a_redis_that_stops_answering_fails_at_its_deadline(redis_url: str) -> None:
+    """A fresh store's first call may be a commit (its script and the watch key's PEXPIRE sent
+    together): it is answered; once Redis stops answering, the next commit, the only call in
+    flight, fails at its deadline, and nothing reaches the loop's exception handler."""
+
+    async def scenario() -> None:
+        unhandled: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, e: unhandled.append(e))
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url, timeout_s=0.3)
+        try:
+            applied, current = await store.commit_or_current(MATCH, commit(1))
+            assert (applied, current) == (False, None)  # no such match
+            await store.create(new())
+
+            async def no_timer_pending() -> None:  # the earlier calls' deadline timer has fired
+                while client_of(store)._timer is not None:
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(no_timer_pending(), 5)
+            proxy.holding = True
+            with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.3 s"):
+                await asyncio.wait_for(store.commit(MATCH, commit(1)), 5)
+            proxy.holding = False
+            # Only its answer was held back: Redis ran it, once.
+            record = await store.load(MATCH)
+            assert record is not None
+            assert record.version == 2
+            assert await store.commit(MATCH, commit(2))
+            assert unhandled == []
+        finally:
+            await store.close()
+            await proxy.close()
 
     in_loop(scenario)
 
