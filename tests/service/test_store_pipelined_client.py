@@ -245,7 +245,7 @@ def test_a_call_whose_connection_is_lost_every_time_is_sent_twice_more_then_unav
         try:
             await store.create(new())
             proxy.cut_after, proxy.cut_every_time = b"GET", True
-            with pytest.raises(StoreUnavailableError, match="the connection to Redis was lost"):
+            with pytest.raises(StoreUnavailableError, match=r"^the connection to Redis was lost$"):
                 await store.load(MATCH)
             assert proxy.cuts == 3
         finally:
@@ -536,6 +536,67 @@ def test_a_closed_client_refuses_calls(redis_url: str) -> None:
                 await future
 
     in_loop(scenario)
+
+
+def test_closing_fails_the_calls_in_flight_and_gives_up_connecting(redis_url: str) -> None:
+    """A client closed with a call waiting for its reply on an open connection and another
+    on a connection still being made (its handshake unanswered): the close returns, each
+    call fails as closed, and no connection is left open."""
+
+    async def scenario() -> None:
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url, timeout_s=5, pool_size=2)
+        pipes = client_of(store)
+        try:
+            await store.create(new())
+            proxy.holding = True
+            answered = asyncio.ensure_future(store.load(MATCH))
+            await asyncio.sleep(0)
+            # 16 calls in flight fill the open connection: the next opens a second one.
+            others = [asyncio.ensure_future(store.load(MATCH)) for _ in range(16)]
+            await asyncio.sleep(0.05)
+            assert pipes.connections == 2
+            await asyncio.wait_for(store.close(), 5)
+            for call in (answered, *others):
+                with pytest.raises(StoreUnavailableError, match=r"^the store client is closed$"):
+                    await call
+            assert pipes.connections == 0
+        finally:
+            proxy.holding = False
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
+
+
+def test_a_replica_cut_off_from_its_master_is_unavailable_in_its_own_words(
+    tmp_path: Path,
+) -> None:
+    """A master demoted to a replica that serves no stale data, its new master unreachable,
+    answers MASTERDOWN on the store's open connection: StoreUnavailableError with Redis'
+    reply (retryable), not a generic Redis error."""
+    process = RedisProcess(tmp_path / "redis")
+    process.start()
+
+    async def scenario() -> None:
+        store = store_at(process.url)
+        try:
+            assert await store.load(MATCH) is None  # connected while Redis was a master
+            with process.client() as direct:
+                direct.config_set("replica-serve-stale-data", "no")
+                direct.replicaof("127.0.0.1", free_port())
+            with pytest.raises(
+                StoreUnavailableError, match=r"^MASTERDOWN Link with MASTER is down"
+            ):
+                await asyncio.wait_for(store.load(MATCH), 10)  # (a guard against a hang)
+        finally:
+            await store.close()
+
+    try:
+        in_loop(scenario)
+    finally:
+        process.stop()
 
 
 def test_a_commit_to_a_redis_that_stops_answering_fails_at_its_deadline(redis_url: str) -> None:
