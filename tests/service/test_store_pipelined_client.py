@@ -40,6 +40,8 @@ class Proxy:
         dropped and both connections are cut."""
         self.cut_every_time = False
         """Cut each time such a command reaches Redis, not only the first."""
+        self.garble_next = False
+        """The next reply from Redis reaches the client as bytes that are not RESP."""
         self.cuts = 0
         self.accepted = 0
         self._server: asyncio.Server | None = None
@@ -74,6 +76,9 @@ class Proxy:
                     break
                 while self.holding:
                     await asyncio.sleep(0.01)
+                if self.garble_next:
+                    self.garble_next = False
+                    data = b"@not RESP\r\n"
                 client_w.write(data)
                 await client_w.drain()
 
@@ -378,6 +383,9 @@ def test_an_unreachable_redis_fails_every_call_at_once(tmp_path: Path) -> None:
                 *(store.load(MATCH) for _ in range(10)), return_exceptions=True
             )
             assert all(isinstance(r, StoreUnavailableError) for r in results), results
+            assert all(
+                str(r).startswith("cannot connect to Redis: ConnectionError: ") for r in results
+            ), results
         finally:
             await store.close()
 
@@ -527,7 +535,7 @@ def test_a_closed_client_refuses_calls(redis_url: str) -> None:
         store = store_at(redis_url)
         await store.create(new())
         await store.close()
-        with pytest.raises(StoreUnavailableError, match="closed"):
+        with pytest.raises(StoreUnavailableError, match=r"^the store client is closed$"):
             await store.load(MATCH)
         # A commit sends its script and the watch key's PEXPIRE together: both refused.
         refused = client_of(store).execute_together((b"GET", b"a"), (b"GET", b"b"))
@@ -597,6 +605,56 @@ def test_a_replica_cut_off_from_its_master_is_unavailable_in_its_own_words(
         in_loop(scenario)
     finally:
         process.stop()
+
+
+def test_a_burst_of_calls_opens_one_connection_at_a_time(redis_url: str) -> None:
+    """Calls made at once before any connection is up wait for the one being opened rather
+    than opening one per 16 calls; on a client of one connection, a burst on its open
+    connection opens no second one."""
+
+    async def scenario() -> None:
+        store = store_at(redis_url, pool_size=4)
+        single = store_at(redis_url, pool_size=1)
+        try:
+            burst = [asyncio.ensure_future(store.load(MATCH)) for _ in range(100)]
+            await asyncio.sleep(0)  # each has sent its command
+            assert client_of(store).connections == 1
+            assert await asyncio.gather(*burst) == [None] * 100
+            assert await single.load(MATCH) is None  # connected
+            burst = [asyncio.ensure_future(single.load(MATCH)) for _ in range(100)]
+            await asyncio.sleep(0)
+            assert client_of(single).connections == 1
+            assert await asyncio.gather(*burst) == [None] * 100
+        finally:
+            await store.close()
+            await single.close()
+
+    in_loop(scenario)
+
+
+def test_a_reply_that_is_not_resp_drops_the_connection_and_the_call_is_sent_again(
+    redis_url: str,
+) -> None:
+    """A reply that is not RESP: the connection cannot be trusted any more. It is closed, the
+    call is answered on a new one, and nothing reaches the loop's exception handler."""
+
+    async def scenario() -> None:
+        unhandled: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, e: unhandled.append(e))
+        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        await proxy.start()
+        store = store_at(proxy.url)
+        try:
+            await store.create(new())
+            proxy.garble_next = True
+            assert await asyncio.wait_for(store.load(MATCH), 10) == new().record
+            assert proxy.accepted == 2
+            assert unhandled == []
+        finally:
+            await store.close()
+            await proxy.close()
+
+    in_loop(scenario)
 
 
 def test_a_commit_to_a_redis_that_stops_answering_fails_at_its_deadline(redis_url: str) -> None:
