@@ -9,9 +9,10 @@ reply lost on the way back).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import subprocess
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,23 @@ def store_at(url: str, timeout_s: float = 2, pool_size: int = 4) -> RedisStore:
     )
 
 
+@contextlib.asynccontextmanager
+async def proxied(
+    redis_url: str, timeout_s: float = 2, pool_size: int = 4
+) -> AsyncIterator[tuple[Proxy, RedisStore]]:
+    """A Proxy to the Redis at ``redis_url`` and a store that reaches Redis through it; both
+    closed at the end (the proxy answering again first)."""
+    proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+    await proxy.start()
+    store = store_at(proxy.url, timeout_s=timeout_s, pool_size=pool_size)
+    try:
+        yield proxy, store
+    finally:
+        proxy.holding = False
+        await store.close()
+        await proxy.close()
+
+
 def client_of(store: RedisStore) -> PipelinedClient:
     assert store._pipes is not None, "standalone Redis uses the pipelined client"
     return store._pipes
@@ -158,10 +176,7 @@ def test_commands_sent_together_go_on_one_connection_in_order(redis_url: str) ->
 
 def test_a_redis_that_stops_answering_fails_the_call_at_its_deadline(redis_url: str) -> None:
     async def scenario() -> None:
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url, timeout_s=0.3)
-        try:
+        async with proxied(redis_url, timeout_s=0.3) as (proxy, store):
             await store.create(new())
             proxy.holding = True
             with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.3 s"):
@@ -169,9 +184,6 @@ def test_a_redis_that_stops_answering_fails_the_call_at_its_deadline(redis_url: 
             proxy.holding = False
             # The stalled connection was closed; the next call gets a new one.
             assert (await store.load(MATCH)) == new().record
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -185,10 +197,7 @@ def test_a_call_sent_again_after_another_calls_deadline_still_fails_at_its_own(
     deadline instead of waiting for as long as Redis stays silent."""
 
     async def scenario() -> None:
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url, timeout_s=0.3)
-        try:
+        async with proxied(redis_url, timeout_s=0.3) as (proxy, store):
             await store.create(new())
             proxy.holding = True
             first = asyncio.ensure_future(store.load(MATCH))
@@ -200,9 +209,6 @@ def test_a_call_sent_again_after_another_calls_deadline_still_fails_at_its_own(
             assert proxy.accepted == 2
             proxy.holding = False
             assert (await store.load(MATCH)) == new().record
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -217,11 +223,8 @@ def test_calls_on_a_connection_whose_handshake_goes_unanswered_fail_each_at_its_
     call gets a connection of its own."""
 
     async def scenario() -> None:
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        proxy.holding = True
-        store = store_at(proxy.url, timeout_s=0.3)
-        try:
+        async with proxied(redis_url, timeout_s=0.3) as (proxy, store):
+            proxy.holding = True
             first = asyncio.ensure_future(store.load(MATCH))
             await asyncio.sleep(0.1)
             second = asyncio.ensure_future(store.load(MATCH))
@@ -230,9 +233,6 @@ def test_calls_on_a_connection_whose_handshake_goes_unanswered_fail_each_at_its_
                     await asyncio.wait_for(call, 5)
             proxy.holding = False
             assert (await store.load(MATCH)) is None
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -244,18 +244,12 @@ def test_a_call_whose_connection_is_lost_every_time_is_sent_twice_more_then_unav
     connection twice (RESENDS), then fails as unavailable, the loss named."""
 
     async def scenario() -> None:
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url)
-        try:
+        async with proxied(redis_url) as (proxy, store):
             await store.create(new())
             proxy.cut_after, proxy.cut_every_time = b"GET", True
             with pytest.raises(StoreUnavailableError, match=r"^the connection to Redis was lost$"):
                 await store.load(MATCH)
             assert proxy.cuts == 3
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -290,10 +284,7 @@ def test_a_commit_whose_reply_was_lost_is_sent_again_and_applied_once(redis_url:
     lost race to the caller, who decides again on it) instead of applying it twice."""
 
     async def scenario() -> None:
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url)
-        try:
+        async with proxied(redis_url) as (proxy, store):
             await store.create(new())
             await store.create(new("O" * 22))
             assert await store.commit("O" * 22, commit(1))  # Redis holds the script now
@@ -306,9 +297,6 @@ def test_a_commit_whose_reply_was_lost_is_sent_again_and_applied_once(redis_url:
             assert current.requests == (b"r", b"")
             page = await store.events(MATCH, 0)
             assert [e.version for e in page.entries] == [1, 2]  # one entry for version 2
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -353,10 +341,7 @@ def test_a_cancelled_call_is_cancelled_and_its_late_reply_does_not_answer_the_ne
     redis_url: str,
 ) -> None:
     async def scenario() -> None:
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url, pool_size=1)
-        try:
+        async with proxied(redis_url, pool_size=1) as (proxy, store):
             await store.create(new())
             proxy.holding = True
             call = asyncio.create_task(store.load(MATCH))
@@ -368,9 +353,6 @@ def test_a_cancelled_call_is_cancelled_and_its_late_reply_does_not_answer_the_ne
             assert await store.load("X" * 22) is None  # not the cancelled call's reply
             assert await store.load(MATCH) == new().record
             assert proxy.accepted == 1  # the same connection, still in step
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -552,11 +534,8 @@ def test_closing_fails_the_calls_in_flight_and_gives_up_connecting(redis_url: st
     call fails as closed, and no connection is left open."""
 
     async def scenario() -> None:
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url, timeout_s=5, pool_size=2)
-        pipes = client_of(store)
-        try:
+        async with proxied(redis_url, timeout_s=5, pool_size=2) as (proxy, store):
+            pipes = client_of(store)
             await store.create(new())
             proxy.holding = True
             answered = asyncio.ensure_future(store.load(MATCH))
@@ -570,10 +549,6 @@ def test_closing_fails_the_calls_in_flight_and_gives_up_connecting(redis_url: st
                 with pytest.raises(StoreUnavailableError, match=r"^the store client is closed$"):
                     await call
             assert pipes.connections == 0
-        finally:
-            proxy.holding = False
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -641,18 +616,12 @@ def test_a_reply_that_is_not_resp_drops_the_connection_and_the_call_is_sent_agai
     async def scenario() -> None:
         unhandled: list[dict[str, Any]] = []
         asyncio.get_running_loop().set_exception_handler(lambda _, e: unhandled.append(e))
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url)
-        try:
+        async with proxied(redis_url) as (proxy, store):
             await store.create(new())
             proxy.garble_next = True
             assert await asyncio.wait_for(store.load(MATCH), 10) == new().record
             assert proxy.accepted == 2
             assert unhandled == []
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
@@ -665,10 +634,7 @@ def test_a_commit_to_a_redis_that_stops_answering_fails_at_its_deadline(redis_ur
     async def scenario() -> None:
         unhandled: list[dict[str, Any]] = []
         asyncio.get_running_loop().set_exception_handler(lambda _, e: unhandled.append(e))
-        proxy = Proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
-        await proxy.start()
-        store = store_at(proxy.url, timeout_s=0.3)
-        try:
+        async with proxied(redis_url, timeout_s=0.3) as (proxy, store):
             applied, current = await store.commit_or_current(MATCH, commit(1))
             assert (applied, current) == (False, None)  # no such match
             await store.create(new())
@@ -688,9 +654,6 @@ def test_a_commit_to_a_redis_that_stops_answering_fails_at_its_deadline(redis_ur
             assert record.version == 2
             assert await store.commit(MATCH, commit(2))
             assert unhandled == []
-        finally:
-            await store.close()
-            await proxy.close()
 
     in_loop(scenario)
 
