@@ -189,8 +189,8 @@ def test_with_an_api_key_the_callers_of_that_key_share_its_bucket(
     )
     here = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     there = grpc.insecure_channel(f"[::1]:{server.port}")
-    MatchClient.create(here, seed=1, api_key="lobby-key")
-    MatchClient.create(there, seed=1, api_key="lobby-key")
+    create_with_key(here)
+    create_with_key(there)
     for channel in (here, there):
         refused = Rejection.of(rpc_error(partial(create_with_key, channel)))
         assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", "caller")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -15,7 +14,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from basra.service.config import EVENT_LOOPS, from_args
+from basra.service.config import EVENT_LOOPS, Settings
 from basra.service.server import new_event_loop
 from basra.service.store import (
     Commit,
@@ -410,7 +409,7 @@ def test_a_redis_store_built_without_pool_or_poll_settings_takes_the_shipped_def
 ) -> None:
     """RedisStore's own defaults for its connection pool and its change feed's poll are the
     service's (config.py), so a store built without them behaves as the shipped settings."""
-    shipped = from_args(argparse.Namespace(), {"BASRA_STORE": "embedded"})
+    shipped = Settings()
 
     async def scenario() -> None:
         store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=5, timeout_s=2)
@@ -706,21 +705,8 @@ async def probe_expires_within_a_minute(store: RedisStore, direct: Expiries) -> 
     assert 50_000 < int(direct.pttl(keys.PROBE)) <= 60_000
 
 
-def test_redis_store_ping_writes_a_probe_that_expires(redis_url: str) -> None:
-    direct = redis.Redis.from_url(redis_url)
-
-    async def scenario() -> None:
-        store = RedisStore(redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=2)
-        try:
-            await probe_expires_within_a_minute(store, direct)
-        finally:
-            await store.close()
-
-    asyncio.run(scenario())
-    direct.close()
-
-
 def test_redis_store_keeps_the_watch_key_as_long_as_the_match(redis_url: str) -> None:
+    """The watch-key lifetime on one Redis, and its expiring health probe."""
     direct = redis.Redis.from_url(redis_url)
 
     async def scenario() -> None:
@@ -729,6 +715,7 @@ def test_redis_store_keeps_the_watch_key_as_long_as_the_match(redis_url: str) ->
         )
         try:
             await watch_key_lives_as_long_as_the_match(store, direct)
+            await probe_expires_within_a_minute(store, direct)
         finally:
             await store.close()
 

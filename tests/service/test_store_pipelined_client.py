@@ -22,7 +22,7 @@ import redis
 from basra.service.store import StoreFullError, StoreUnavailableError, keys
 from basra.service.store.redis import RedisStore
 from basra.service.store.resp import NoScriptError, PipelinedClient
-from tests.service.test_store_contract import commit, new
+from tests.service.test_store_contract import commit, new, until
 from tests.support import RedisProcess, free_port
 
 MATCH = "M" * 22
@@ -638,12 +638,7 @@ def test_a_commit_to_a_redis_that_stops_answering_fails_at_its_deadline(redis_ur
             applied, current = await store.commit_or_current(MATCH, commit(1))
             assert (applied, current) == (False, None)  # no such match
             await store.create(new())
-
-            async def no_timer_pending() -> None:  # the earlier calls' deadline timer has fired
-                while client_of(store)._timer is not None:
-                    await asyncio.sleep(0.01)
-
-            await asyncio.wait_for(no_timer_pending(), 5)
+            await until(lambda: client_of(store)._timer is None, "the calls' timer to fire", 5)
             proxy.holding = True
             with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.3 s"):
                 await asyncio.wait_for(store.commit(MATCH, commit(1)), 5)
