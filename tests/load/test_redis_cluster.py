@@ -905,6 +905,48 @@ def test_a_cluster_call_past_its_deadline_is_unavailable_naming_the_timeout(
     asyncio.run(scenario())
 
 
+def answers(port: int) -> bool:
+    """Whether the Redis on ``port`` answers a PING now (within a fifth of a second)."""
+    try:
+        with redis.Redis(port=port, socket_timeout=0.2) as client:
+            return bool(client.ping())
+    except redis.TimeoutError:
+        return False
+
+
+def test_a_cluster_read_cut_off_at_its_deadline_leaves_no_late_reply_for_the_next_call(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A read cut off at the call's deadline (every master paused, its command run and answered
+    only after) takes its connection down with it: the calls after it get their own replies,
+    never the late one. redis-py disconnects a connection whose read was interrupted unless
+    told not to, and the Cluster connections' own read_response must not tell it so."""
+
+    async def scenario() -> None:
+        store = RedisStore(cluster.url, cluster=True, ttl_s=100, events_maxlen=5, timeout_s=0.5)
+        try:
+            assert await store.create(new())
+            assert await store.commit("M" * 22, commit(1))  # a connection to the match's master
+            # Paused for a while, as CLIENT UNPAUSE is held too while every command is.
+            for node in cluster.nodes:
+                with node.client() as client:
+                    client.execute_command("CLIENT", "PAUSE", 2_000, "ALL")
+            with pytest.raises(StoreUnavailableError):
+                await store.load("M" * 22)  # its reply: the record at version 2
+            wait_until(
+                lambda: all(answers(node.port) for node in cluster.nodes), what="the pause's end"
+            )
+            assert await store.commit("M" * 22, commit(2))
+            for _ in range(3):  # round every connection the master's node holds
+                record = await store.load("M" * 22)
+                assert record is not None
+                assert record.version == 3
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    asyncio.run(scenario())
+
+
 def test_a_channel_its_master_unsubscribes_but_still_serves_is_read_again(
     cluster: RedisClusterProcess,
 ) -> None:
