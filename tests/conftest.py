@@ -55,6 +55,15 @@ def aof_redis(tmp_path: Path) -> Iterator[RedisProcess]:
     process.stop()
 
 
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisProcess]:
+    """A redis-server of the test's own, not started: each test starts it when it needs to
+    (and may stop it; it is stopped at the end either way)."""
+    process = RedisProcess(tmp_path / "redis")
+    yield process
+    process.stop()
+
+
 @pytest.fixture(autouse=True)
 def _engine_caches_cleared_under_mutation() -> None:
     """Under mutmut (`make mutation`), every test computes afresh: a result cached by an earlier

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterator
-from pathlib import Path
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -20,14 +19,6 @@ from basra.service.store.redis_feed import RedisFeed
 from tests.support import RedisProcess, wait_until
 
 MATCH, OTHER = "M" * 22, "O" * 22
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisProcess]:
-    """A redis-server of the test's own, not started: each test starts it when it needs to."""
-    process = RedisProcess(tmp_path / "redis")
-    yield process
-    process.stop()
 
 
 class Reconnects:

@@ -7,7 +7,6 @@ import contextlib
 import gc
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import pytest
@@ -774,11 +773,13 @@ def test_redis_store_call_stays_cancelled_when_the_command_swallows_the_cancella
     asyncio.run(scenario())
 
 
-def test_a_batch_of_reads_or_a_commit_that_fails_leaves_no_failure_unread(tmp_path: Path) -> None:
+def test_a_batch_of_reads_or_a_commit_that_fails_leaves_no_failure_unread(
+    own_redis: RedisProcess,
+) -> None:
     """events_many sends each match's two reads at once, a commit its script and the watch
     key's PEXPIRE behind it; when Redis is gone they all fail, and each failure is read (one
     raised, the others dropped), none left for the loop to report."""
-    process = RedisProcess(tmp_path / "redis")
+    process = own_redis
     process.start()
 
     async def scenario() -> None:
@@ -809,7 +810,4 @@ def test_a_batch_of_reads_or_a_commit_that_fails_leaves_no_failure_unread(tmp_pa
         finally:
             await store.close()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        process.stop()
+    asyncio.run(scenario())

@@ -408,8 +408,8 @@ def test_an_error_reply_is_a_redis_error_and_out_of_memory_is_store_full(
         process.stop()
 
 
-def test_password_username_and_database_come_from_the_url(tmp_path: Path) -> None:
-    process = RedisProcess(tmp_path / "r")
+def test_password_username_and_database_come_from_the_url(own_redis: RedisProcess) -> None:
+    process = own_redis
     process.start()
     setup = process.client()
     setup.acl_setuser(
@@ -417,36 +417,33 @@ def test_password_username_and_database_come_from_the_url(tmp_path: Path) -> Non
     )
     setup.config_set("requirepass", "pw")
     direct = redis.Redis(port=process.port, password="pw", db=3)
-    try:
-        for url in (
-            f"redis://:pw@127.0.0.1:{process.port}/3",
-            f"redis://alice:secret@127.0.0.1:{process.port}/3",
-        ):
-            direct.flushall()
+    for url in (
+        f"redis://:pw@127.0.0.1:{process.port}/3",
+        f"redis://alice:secret@127.0.0.1:{process.port}/3",
+    ):
+        direct.flushall()
 
-            async def scenario(url: str = url) -> None:
-                store = store_at(url)
-                try:
-                    await store.create(new())
-                    assert await store.commit(MATCH, commit(1))
-                finally:
-                    await store.close()
-
-            in_loop(scenario)
-            assert direct.exists(keys.match_key(MATCH))
-        wrong = f"redis://:nope@127.0.0.1:{process.port}/0"
-
-        async def refused() -> None:
-            store = store_at(wrong)
+        async def scenario(url: str = url) -> None:
+            store = store_at(url)
             try:
-                with pytest.raises(StoreUnavailableError, match="cannot connect"):
-                    await store.load(MATCH)
+                await store.create(new())
+                assert await store.commit(MATCH, commit(1))
             finally:
                 await store.close()
 
-        in_loop(refused)
-    finally:
-        process.stop()
+        in_loop(scenario)
+        assert direct.exists(keys.match_key(MATCH))
+    wrong = f"redis://:nope@127.0.0.1:{process.port}/0"
+
+    async def refused() -> None:
+        store = store_at(wrong)
+        try:
+            with pytest.raises(StoreUnavailableError, match="cannot connect"):
+                await store.load(MATCH)
+        finally:
+            await store.close()
+
+    in_loop(refused)
 
 
 @pytest.fixture
@@ -554,12 +551,12 @@ def test_closing_fails_the_calls_in_flight_and_gives_up_connecting(redis_url: st
 
 
 def test_a_replica_cut_off_from_its_master_is_unavailable_in_its_own_words(
-    tmp_path: Path,
+    own_redis: RedisProcess,
 ) -> None:
     """A master demoted to a replica that serves no stale data, its new master unreachable,
     answers MASTERDOWN on the store's open connection: StoreUnavailableError with Redis'
     reply (retryable), not a generic Redis error."""
-    process = RedisProcess(tmp_path / "redis")
+    process = own_redis
     process.start()
 
     async def scenario() -> None:
@@ -576,10 +573,7 @@ def test_a_replica_cut_off_from_its_master_is_unavailable_in_its_own_words(
         finally:
             await store.close()
 
-    try:
-        in_loop(scenario)
-    finally:
-        process.stop()
+    in_loop(scenario)
 
 
 def test_a_burst_of_calls_opens_one_connection_at_a_time(redis_url: str) -> None:
