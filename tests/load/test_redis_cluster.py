@@ -947,6 +947,38 @@ def test_a_cluster_read_cut_off_at_its_deadline_leaves_no_late_reply_for_the_nex
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("pause", ["ALL", "WRITE"])
+def test_a_redirected_call_cut_off_at_its_deadline_leaves_no_late_reply_for_the_next_call(
+    cluster: RedisClusterProcess, pause: str
+) -> None:
+    """As above, for calls ASK-redirected to the master importing the match's slot, whose
+    ASKING and command go in one write: the target paused for every command (a load's deadline
+    falls while ASKING's reply is awaited) or for writes only (a stale commit's deadline falls
+    while the command's own reply is): the calls after it get their own replies, and the match
+    is as its plays left it."""
+    moved = HalfMoved(cluster, seed=9, store_timeout_s=0.5)
+    try:
+        store = cluster_store(moved.server)
+        match_id, version = moved.client.match_id, moved.version
+        with moved.target.client() as client:
+            client.execute_command("CLIENT", "PAUSE", 2_000, pause)
+        # A commit from version 1 changes nothing: the match is past it (its reply: not applied).
+        cut_off = store.load(match_id) if pause == "ALL" else store.commit(match_id, commit(1))
+        with pytest.raises(StoreUnavailableError):
+            moved.server.run(cut_off)
+        wait_until(lambda: answers(moved.target.port), what="the pause's end")
+        for _ in range(6):  # round every connection the server holds to the target
+            record = moved.server.run(store.load(match_id))
+            assert record is not None
+            assert record.version == version
+            page = moved.server.run(store.events(match_id, version - 1))
+            assert [entry.version for entry in page.entries] == [version]
+        stored, _ = moved.finish()
+        assert stored == version
+    finally:
+        moved.close()
+
+
 def test_a_channel_its_master_unsubscribes_but_still_serves_is_read_again(
     cluster: RedisClusterProcess,
 ) -> None:
