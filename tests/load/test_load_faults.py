@@ -3,7 +3,6 @@ every match ends, and every move is applied exactly once."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +11,7 @@ from grpc_health.v1 import health_pb2
 
 from tests.load.harness import ScriptedMatch, ServerProcess, final_state, run_load
 from tests.service.driver import audit_replay, stored_state
-from tests.support import RedisProcess
+from tests.support import RedisProcess, wait_until
 
 MATCHES = 16
 
@@ -41,13 +40,6 @@ def progress(matches: list[ScriptedMatch]) -> float:
     return sum(m.done for m in matches) / sum(len(m.steps) for m in matches)
 
 
-def wait_for(condition: object, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_many_matches_spread_over_two_servers_all_end_exactly_once(
     servers: list[ServerProcess], aof_redis: RedisProcess
 ) -> None:
@@ -59,7 +51,7 @@ def test_a_server_killed_mid_load_loses_and_doubles_nothing(
     servers: list[ServerProcess], aof_redis: RedisProcess
 ) -> None:
     def crash(matches: list[ScriptedMatch]) -> None:
-        wait_for(lambda: progress(matches) > 0.3)
+        wait_until(lambda: progress(matches) > 0.3, 60, "a third of the plays")
         servers[0].kill()
 
     matches = run_load([s.target for s in servers], range(100, 100 + MATCHES), crash)
@@ -73,15 +65,15 @@ def test_redis_restarted_with_aof_mid_load_matches_resume(
     observed: dict[str, bool] = {}
 
     def restart(matches: list[ScriptedMatch]) -> None:
-        wait_for(lambda: progress(matches) > 0.3)
+        wait_until(lambda: progress(matches) > 0.3, 60, "a third of the plays")
         aof_redis.stop()
-        wait_for(lambda: servers[1].health() == health_pb2.HealthCheckResponse.NOT_SERVING, 10)
+        wait_until(lambda: servers[1].health() == health_pb2.HealthCheckResponse.NOT_SERVING, 10)
         observed["not serving while down"] = True
         # Keep Redis down until the load has met the outage (a client had to retry).
         retried = sum(m.retries for m in matches)
-        wait_for(lambda: sum(m.retries for m in matches) > retried, 30)
+        wait_until(lambda: sum(m.retries for m in matches) > retried, 30)
         aof_redis.start()
-        wait_for(lambda: servers[1].health() == health_pb2.HealthCheckResponse.SERVING, 10)
+        wait_until(lambda: servers[1].health() == health_pb2.HealthCheckResponse.SERVING, 10)
         observed["serving again without a restart"] = True
 
     matches = run_load([s.target for s in servers], range(200, 200 + MATCHES), restart)

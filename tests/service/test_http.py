@@ -14,7 +14,6 @@ import json
 import logging
 import re
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from basra.service.servicer import SERVICE
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from basra.v1.basra_service_connect import BasraServiceClientSync
-from tests.support import RedisProcess, ServerThread
+from tests.support import RedisProcess, ServerThread, wait_until
 
 SEED: Final = 1234
 TRANSPORTS: Final = ("grpc", "connect", "connect-json", "grpc-web", "grpc-on-http")
@@ -359,14 +358,6 @@ def open_streams(server: ServerThread) -> float:
     return float(server.server.metrics.watch_streams._value.get())
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.02)
-
-
 @pytest.mark.parametrize("protocol", [ProtocolType.CONNECT, ProtocolType.GRPC_WEB])
 def test_a_stream_whose_client_leaves_is_closed_and_a_drain_ends_the_rest(
     start_server: Callable[..., ServerThread], protocol: ProtocolType
@@ -378,16 +369,16 @@ def test_a_stream_whose_client_leaves_is_closed_and_a_drain_ends_the_rest(
     request = pb.WatchMatchRequest(match_id=created.match_id)
     leaving = client.watch_match(request, headers=headers)
     assert next(iter(leaving)).event.version == 1
-    wait_for(lambda: open_streams(server) == 1)
+    wait_until(lambda: open_streams(server) == 1)
     leaving.close()  # type: ignore[attr-defined]
-    wait_for(lambda: open_streams(server) == 0)
+    wait_until(lambda: open_streams(server) == 0)
 
     # A drain ends the streams still open, cleanly: the client resumes from its last version.
     staying = client.watch_match(request, headers=headers)
     received: list[pb.WatchMatchResponse] = []
     reader = threading.Thread(target=lambda: received.extend(staying))
     reader.start()
-    wait_for(lambda: open_streams(server) == 1 and len(received) >= 1)
+    wait_until(lambda: open_streams(server) == 1 and len(received) >= 1)
     server.stop(grace_s=0.5)
     reader.join(timeout=10)
     assert not reader.is_alive()
@@ -489,14 +480,14 @@ def test_healthz_follows_the_store_and_the_drain(
     start_server: Callable[..., ServerThread], aof_redis: RedisProcess
 ) -> None:
     server = start_server(redis_url=aof_redis.url, store_timeout_s=0.5)
-    wait_for(lambda: healthz(server) == 200)
+    wait_until(lambda: healthz(server) == 200)
     aof_redis.stop()
-    wait_for(lambda: healthz(server) == 503)
+    wait_until(lambda: healthz(server) == 503)
     aof_redis.start()
-    wait_for(lambda: healthz(server) == 200)
+    wait_until(lambda: healthz(server) == 200)
     stopping = threading.Thread(target=lambda: server.stop(grace_s=2))
     stopping.start()
-    wait_for(lambda: healthz(server) == 503)  # still answering: the drain's notice period
+    wait_until(lambda: healthz(server) == 503)  # still answering: the drain's notice period
     stopping.join(timeout=15)
 
 
@@ -600,7 +591,7 @@ def test_an_http_server_that_stops_by_itself_turns_liveness_off(
     task = http._task
     assert task is not None
     server.loop.call_soon_threadsafe(task.cancel)  # hypercorn ending unasked
-    wait_for(lambda: liveness() == health_pb2.HealthCheckResponse.NOT_SERVING)
+    wait_until(lambda: liveness() == health_pb2.HealthCheckResponse.NOT_SERVING)
 
 
 def test_a_core_without_every_rpc_of_the_contract_does_not_start() -> None:
