@@ -44,6 +44,7 @@ from tests.service.driver import (
     stored_record,
     stored_state,
 )
+from tests.service.test_redis_feed import Reconnects, changes_until, run_feed
 from tests.service.test_store_contract import (
     commit,
     new,
@@ -1022,35 +1023,20 @@ def test_a_cluster_feed_connection_that_falls_silent_is_dropped_and_opened_again
     that answer nothing for a while (CLIENT PAUSE) are taken for dead after poll_s plus the
     deadline of silence, the connection opened again, and the match reported to be read
     again once they answer."""
-    reconnects: list[None] = []
 
-    async def scenario() -> None:
-        store = RedisStore(
-            cluster.url,
-            cluster=True,
-            ttl_s=100,
-            events_maxlen=5,
-            timeout_s=0.2,
-            watch_poll_s=0.1,
+    async def scenario(feed: RedisFeed, reconnects: Reconnects) -> None:
+        await asyncio.wait_for(feed.follow("M" * 22), 10)
+        for node in cluster.nodes:
+            with node.client() as client:
+                client.execute_command("CLIENT", "PAUSE", 2_000, "ALL")
+        await asyncio.to_thread(wait_until, lambda: reconnects.count, 10, "a reconnection")
+        await asyncio.to_thread(
+            wait_until, lambda: all(answers(n.port) for n in cluster.nodes), 30, "answers"
         )
-        feed = store.feed(lambda: reconnects.append(None))
-        try:
-            await asyncio.wait_for(feed.follow("M" * 22), 10)
-            for node in cluster.nodes:
-                with node.client() as client:
-                    client.execute_command("CLIENT", "PAUSE", 2_000, "ALL")
-            await asyncio.to_thread(wait_until, lambda: reconnects, 10, "a reconnection")
-            await asyncio.to_thread(
-                wait_until, lambda: all(answers(n.port) for n in cluster.nodes), 30, "answers"
-            )
-            seen: list[Change] = []
-            while Change("M" * 22, 0) not in seen:
-                seen += await asyncio.wait_for(feed.changes(), 10)
-        finally:
-            await asyncio.wait_for(store.close(), 10)
+        assert await changes_until(feed, "M" * 22, 0) == [("M" * 22, 0)]
 
     caplog.set_level(logging.WARNING, logger="basra.store")
-    asyncio.run(scenario())
+    run_feed(cluster, scenario, timeout_s=0.2, poll_s=0.1)
     lost = [r for r in caplog.records if r.getMessage() == "watch reader lost its Redis connection"]
     assert lost[0].__dict__["cause"] == "TimeoutError: no answer from Redis for 0.3 s"
 

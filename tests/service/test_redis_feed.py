@@ -16,7 +16,7 @@ from basra.service.store import keys
 from basra.service.store.base import StoreUnavailableError
 from basra.service.store.redis import RedisStore
 from basra.service.store.redis_feed import RedisFeed
-from tests.support import RedisProcess, wait_until
+from tests.support import RedisClusterProcess, RedisProcess, wait_until
 
 MATCH, OTHER = "M" * 22, "O" * 22
 
@@ -32,20 +32,20 @@ class Reconnects:
 
 
 def run_feed(
-    process: RedisProcess,
+    process: RedisProcess | RedisClusterProcess,
     scenario: Callable[[RedisFeed, Reconnects], Coroutine[Any, Any, None]],
     *,
     timeout_s: float = 0.2,
     poll_s: float = 5.0,
 ) -> Reconnects:
-    """Run ``scenario`` with a feed of a RedisStore on ``process`` (started or not), then close
-    both; the feed's reconnections."""
+    """Run ``scenario`` with a feed of a RedisStore on ``process`` (started or not; a Redis or
+    a Redis Cluster), then close both; the feed's reconnections."""
     reconnects = Reconnects()
 
     async def main() -> None:
         store = RedisStore(
             process.url,
-            cluster=False,
+            cluster=isinstance(process, RedisClusterProcess),
             ttl_s=60,
             events_maxlen=10,
             timeout_s=timeout_s,
