@@ -957,12 +957,12 @@ def test_a_redirected_call_cut_off_at_its_deadline_leaves_no_late_reply_for_the_
     falls while ASKING's reply is awaited) or for writes only (a stale commit's deadline falls
     while the command's own reply is): the calls after it get their own replies, and the match
     is as its plays left it."""
-    moved = HalfMoved(cluster, seed=9, store_timeout_s=0.5)
+    moved = HalfMoved(cluster, seed=9)  # the store's deadline 2 s, as set up under any load
     try:
         store = cluster_store(moved.server)
         match_id, version = moved.client.match_id, moved.version
         with moved.target.client() as client:
-            client.execute_command("CLIENT", "PAUSE", 2_000, pause)
+            client.execute_command("CLIENT", "PAUSE", 4_000, pause)
         # A commit from version 1 changes nothing: the match is past it (its reply: not applied).
         cut_off = store.load(match_id) if pause == "ALL" else store.commit(match_id, commit(1))
         with pytest.raises(StoreUnavailableError):
