@@ -111,6 +111,16 @@ def store_at(url: str, timeout_s: float = 2, pool_size: int = 4) -> RedisStore:
     )
 
 
+async def cannot_connect(url: str) -> None:
+    """A store at ``url`` fails its first call: it cannot connect (a wrong password, TLS)."""
+    store = store_at(url)
+    try:
+        with pytest.raises(StoreUnavailableError, match="cannot connect"):
+            await store.load(MATCH)
+    finally:
+        await store.close()
+
+
 @contextlib.asynccontextmanager
 async def proxied(
     redis_url: str, timeout_s: float = 2, pool_size: int = 4
@@ -433,17 +443,7 @@ def test_password_username_and_database_come_from_the_url(own_redis: RedisProces
 
         in_loop(scenario)
         assert direct.exists(keys.match_key(MATCH))
-    wrong = f"redis://:nope@127.0.0.1:{process.port}/0"
-
-    async def refused() -> None:
-        store = store_at(wrong)
-        try:
-            with pytest.raises(StoreUnavailableError, match="cannot connect"):
-                await store.load(MATCH)
-        finally:
-            await store.close()
-
-    in_loop(refused)
+    in_loop(lambda: cannot_connect(f"redis://:nope@127.0.0.1:{process.port}/0"))
 
 
 @pytest.fixture
@@ -498,15 +498,8 @@ def test_a_rediss_url_speaks_tls_with_the_urls_ca(
     in_loop(scenario)
     assert process.client().exists(keys.match_key(MATCH))
 
-    async def untrusted() -> None:  # without the CA, the server's certificate is refused
-        store = store_at(f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=required")
-        try:
-            with pytest.raises(StoreUnavailableError, match="cannot connect"):
-                await store.load(MATCH)
-        finally:
-            await store.close()
-
-    in_loop(untrusted)
+    # Without the CA, the server's certificate is refused.
+    in_loop(lambda: cannot_connect(f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=required"))
 
 
 def test_a_closed_client_refuses_calls(redis_url: str) -> None:
