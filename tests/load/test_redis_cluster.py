@@ -44,7 +44,7 @@ from tests.service.driver import (
     stored_record,
     stored_state,
 )
-from tests.service.test_redis_feed import Reconnects, changes_until, run_feed
+from tests.service.test_redis_feed import Reconnects, answers, changes_until, run_feed
 from tests.service.test_store_contract import (
     commit,
     new,
@@ -906,15 +906,6 @@ def test_a_cluster_call_past_its_deadline_is_unavailable_naming_the_timeout(
     asyncio.run(scenario())
 
 
-def answers(port: int) -> bool:
-    """Whether the Redis on ``port`` answers a PING now (within a fifth of a second)."""
-    try:
-        with redis.Redis(port=port, socket_timeout=0.2) as client:
-            return bool(client.ping())
-    except redis.TimeoutError:
-        return False
-
-
 def test_a_cluster_read_cut_off_at_its_deadline_leaves_no_late_reply_for_the_next_call(
     cluster: RedisClusterProcess,
 ) -> None:
@@ -934,9 +925,7 @@ def test_a_cluster_read_cut_off_at_its_deadline_leaves_no_late_reply_for_the_nex
                     client.execute_command("CLIENT", "PAUSE", 2_000, "ALL")
             with pytest.raises(StoreUnavailableError):
                 await store.load("M" * 22)  # its reply: the record at version 2
-            wait_until(
-                lambda: all(answers(node.port) for node in cluster.nodes), what="the pause's end"
-            )
+            wait_until(lambda: all(answers(node) for node in cluster.nodes), what="the pause's end")
             assert await store.commit("M" * 22, commit(2))
             for _ in range(3):  # round every connection the master's node holds
                 record = await store.load("M" * 22)
@@ -967,7 +956,7 @@ def test_a_redirected_call_cut_off_at_its_deadline_leaves_no_late_reply_for_the_
         cut_off = store.load(match_id) if pause == "ALL" else store.commit(match_id, commit(1))
         with pytest.raises(StoreUnavailableError):
             moved.server.run(cut_off)
-        wait_until(lambda: answers(moved.target.port), what="the pause's end")
+        wait_until(lambda: answers(moved.target), what="the target answers")
         for _ in range(6):  # round every connection the server holds to the target
             record = moved.server.run(store.load(match_id))
             assert record is not None
@@ -976,6 +965,13 @@ def test_a_redirected_call_cut_off_at_its_deadline_leaves_no_late_reply_for_the_
             assert [entry.version for entry in page.entries] == [version]
         stored, _ = moved.finish()
         assert stored == version
+        # The slot moved: each call now takes one of the target's connections in turn (a
+        # redirected one took two, the lone ASKING's never read, so a connection could be
+        # passed over every time).
+        for _ in range(8):
+            record = moved.server.run(store.load(match_id))
+            assert record is not None
+            assert record.version == version
     finally:
         moved.close()
 
@@ -1031,7 +1027,7 @@ def test_a_cluster_feed_connection_that_falls_silent_is_dropped_and_opened_again
                 client.execute_command("CLIENT", "PAUSE", 2_000, "ALL")
         await asyncio.to_thread(wait_until, lambda: reconnects.count, 10, "a reconnection")
         await asyncio.to_thread(
-            wait_until, lambda: all(answers(n.port) for n in cluster.nodes), 30, "answers"
+            wait_until, lambda: all(answers(n) for n in cluster.nodes), 30, "answers"
         )
         assert await changes_until(feed, "M" * 22, 0) == [("M" * 22, 0)]
 
