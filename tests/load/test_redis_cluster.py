@@ -1098,6 +1098,57 @@ def test_a_tryagain_handed_back_by_redis_py_is_retried_and_named_at_the_deadline
     asyncio.run(scenario())
 
 
+def test_a_deadline_whose_cancellation_was_swallowed_still_ends_the_tries() -> None:
+    """A cancellation that lands as an awaited operation completes can be lost on Python
+    3.11 (asyncio.wait_for then returns the result, as redis-py's writes under a socket
+    timeout did): ``_settled`` raises it again before its next try. Without that a create in a
+    slot moving past its deadline was tried until the suite's own timeout (seen in CI)."""
+    refusal = redis.exceptions.TryAgainError("Multiple keys request during rehashing of slot")
+    tries = [0]
+
+    async def swallows_the_first_cancellation() -> str:
+        tries[0] += 1
+        if tries[0] == 1:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(10)
+        else:
+            await asyncio.sleep(10)
+        raise refusal
+
+    async def scenario() -> None:
+        moving: list[BaseException] = []
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(5):  # the test's own bound, were the deadline lost
+                async with asyncio.timeout(0.1):  # the call's deadline
+                    await _settled(swallows_the_first_cancellation, moving)
+        assert tries == [1]
+        assert moving == [refusal]
+
+    asyncio.run(scenario())
+
+
+def test_a_cluster_store_writes_without_a_socket_timeout() -> None:
+    """redis-py writes under asyncio.wait_for when a connection has a socket timeout (5 s by
+    default on a Cluster), which can lose a cancellation (above): the Cluster store's
+    connections have none, the call's deadline (``RedisStore._call``) bounds every command."""
+
+    async def scenario() -> None:
+        store = RedisStore(
+            "redis://127.0.0.1:1", cluster=True, ttl_s=100, events_maxlen=5, timeout_s=2
+        )
+        client = store._redis
+        assert isinstance(client, AsyncRedisCluster)
+        try:
+            assert client.connection_kwargs["socket_timeout"] is None
+            assert client.startup_nodes
+            for node in client.startup_nodes:
+                assert node.connection_kwargs["socket_timeout"] is None
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_cluster_call_on_connections_the_nodes_dropped_is_sent_again_at_once(
     cluster: RedisClusterProcess,
 ) -> None:

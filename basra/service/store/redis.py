@@ -183,8 +183,14 @@ class RedisStore:
         self._watch_fixes: dict[str, int] = {}
         self._fixing: set[asyncio.Future[Any]] = set()  # a Cluster's fixes under way
         if cluster:
+            # No socket timeout (redis-py's default is 5 s): with one, redis-py writes every
+            # command under asyncio.wait_for, which on Python 3.11 returns the write's result
+            # instead of raising a cancellation that lands as the write completes, so a call's
+            # deadline could be lost (a create in a moving slot then retried for ever).
             self._redis = fold_asking(
-                RedisCluster.from_url(url, max_connections=pool_size, **options)
+                RedisCluster.from_url(
+                    url, max_connections=pool_size, socket_timeout=None, **options
+                )
             )
         elif url.startswith(SENTINEL_SCHEMES):
             self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
@@ -508,7 +514,11 @@ async def _settled(operation: Callable[[], Awaitable[Any]], moving: list[BaseExc
     master. redis-py retries TRYAGAIN itself for a while (up to 16 tries, the last ones 50 ms
     apart) and then gives up with ClusterError "TTL exhausted", which this retries as well: it
     is raised only after redirections and refusals, never after a command ran. Each refusal
-    is appended to ``moving``, for the error the caller raises at its deadline."""
+    is appended to ``moving``, for the error the caller raises at its deadline.
+
+    A cancellation (the deadline's) that redis-py swallowed on the way is raised again before
+    the next try, or the deadline would be lost and the tries go on for ever."""
+    task = asyncio.current_task()
     delay = _SLOT_MOVING_FIRST_S
     while True:
         try:
@@ -519,6 +529,8 @@ async def _settled(operation: Callable[[], Awaitable[Any]], moving: list[BaseExc
             if str(exc) != "TTL exhausted.":
                 raise
             moving.append(exc)
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
         await asyncio.sleep(delay)
         delay = min(2 * delay, _SLOT_MOVING_MAX_S)
 
