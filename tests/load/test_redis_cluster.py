@@ -1115,12 +1115,15 @@ def test_a_deadline_whose_cancellation_was_swallowed_still_ends_the_tries() -> N
             await asyncio.sleep(10)
         raise refusal
 
+    async def call(moving: list[BaseException]) -> None:
+        async with asyncio.timeout(5):  # the test's own bound, were the deadline lost
+            async with asyncio.timeout(0.1):  # the call's deadline
+                await _settled(swallows_the_first_cancellation, moving)
+
     async def scenario() -> None:
         moving: list[BaseException] = []
         with pytest.raises(TimeoutError):
-            async with asyncio.timeout(5):  # the test's own bound, were the deadline lost
-                async with asyncio.timeout(0.1):  # the call's deadline
-                    await _settled(swallows_the_first_cancellation, moving)
+            await call(moving)
         assert tries == [1]
         assert moving == [refusal]
 
