@@ -12,7 +12,7 @@ from basra.engine.rules import bottom_card_visible
 from basra.engine.state import GameResult, LastPlay, Phase, State
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SeatView:
     """One seat's view of a match. Figures "per side" are indexed by side (see ``sides``)."""
 
@@ -58,6 +58,64 @@ class SeatView:
     phase: Phase
     winner: int | None
     """The winning side once the match is over."""
+
+    # Written out, not generated: one is made for every view (each Play's response), and mypyc
+    # compiles this one to direct slot stores, where the generated one ran interpreted (issue 13).
+    def __init__(
+        self,
+        seat: int,
+        side: int,
+        sides: tuple[int, ...],
+        hand: tuple[Card, ...],
+        floor: tuple[Card, ...],
+        hand_sizes: tuple[int, ...],
+        captured_counts: tuple[int, ...],
+        captured_specials: tuple[tuple[Card, ...], ...],
+        basras: tuple[int, ...],
+        basra_points: tuple[int, ...],
+        stock_size: int,
+        bottom_card: Card | None,
+        turn: int | None,
+        dealer: int,
+        next_dealer: int | None,
+        hand_number: int,
+        deal_number: int,
+        plays_left: int,
+        last_capturer: int | None,
+        last_play: LastPlay | None,
+        scores: tuple[int, ...],
+        carry: int,
+        target: int,
+        games: tuple[GameResult, ...],
+        phase: Phase,
+        winner: int | None,
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "side", side)
+        object.__setattr__(self, "sides", sides)
+        object.__setattr__(self, "hand", hand)
+        object.__setattr__(self, "floor", floor)
+        object.__setattr__(self, "hand_sizes", hand_sizes)
+        object.__setattr__(self, "captured_counts", captured_counts)
+        object.__setattr__(self, "captured_specials", captured_specials)
+        object.__setattr__(self, "basras", basras)
+        object.__setattr__(self, "basra_points", basra_points)
+        object.__setattr__(self, "stock_size", stock_size)
+        object.__setattr__(self, "bottom_card", bottom_card)
+        object.__setattr__(self, "turn", turn)
+        object.__setattr__(self, "dealer", dealer)
+        object.__setattr__(self, "next_dealer", next_dealer)
+        object.__setattr__(self, "hand_number", hand_number)
+        object.__setattr__(self, "deal_number", deal_number)
+        object.__setattr__(self, "plays_left", plays_left)
+        object.__setattr__(self, "last_capturer", last_capturer)
+        object.__setattr__(self, "last_play", last_play)
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "carry", carry)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "games", games)
+        object.__setattr__(self, "phase", phase)
+        object.__setattr__(self, "winner", winner)
 
 
 def view(state: State, seat: int) -> SeatView:
