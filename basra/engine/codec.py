@@ -101,9 +101,22 @@ def encode(state: State) -> bytes:
     return bytes(out)
 
 
-@lru_cache(maxsize=64)
+_PROFILE_BYTES: Final[dict[int, tuple[Profile, bytes]]] = {}
+"""``_profile_bytes`` by the profile's identity, the profile kept with its bytes (so that its id
+is not reused while it is here). Not an lru_cache keyed on the profile: hashing a Profile, and
+comparing it with an equal one (a decoded state's against the constant a match began with),
+cost every encode a few microseconds."""
+
+
 def _profile_bytes(p: Profile) -> bytes:
-    return _profile_bytes_uncached(p)
+    known = _PROFILE_BYTES.get(id(p))
+    if known is not None and known[0] is p:
+        return known[1]
+    if len(_PROFILE_BYTES) >= 64:  # a few profiles in play at once: never reached in practice
+        _PROFILE_BYTES.clear()
+    data = _profile_bytes_uncached(p)
+    _PROFILE_BYTES[id(p)] = (p, data)
+    return data
 
 
 def _profile_bytes_uncached(p: Profile) -> bytes:
