@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from google.protobuf.message import Message
+
 from basra.engine import (
     CARDS,
     BottomCard,
@@ -74,39 +76,71 @@ def status_of(phase: Phase) -> game_pb2.MatchStatus.ValueType:
     return _STATUS[phase]
 
 
+def _card_fields(message: type[Message], field: str) -> tuple[bytes, ...]:
+    """Each card as the Card field ``field`` of ``message`` holds it, its key included."""
+    tag = message.DESCRIPTOR.fields_by_name[field].number << 3 | 2  # length-delimited
+    assert tag < 1 << 14  # a key of one or two varint bytes
+    key = bytes((tag,)) if tag < 128 else bytes((tag & 0x7F | 0x80, tag >> 7))
+    return tuple(key + bytes((len(b),)) + b for b in (c.SerializeToString() for c in _CARD_PB))
+
+
+_HAND: Final = _card_fields(game_pb2.MatchView, "hand")
+_FLOOR: Final = _card_fields(game_pb2.MatchView, "floor")
+_BOTTOM: Final = _card_fields(game_pb2.MatchView, "bottom_card")
+_PLAYED_CARD: Final = _card_fields(game_pb2.CardPlayed, "card")
+_CAPTURED: Final = _card_fields(game_pb2.CardPlayed, "captured")
+_SPECIALS: Final = _card_fields(game_pb2.SideSummary, "captured_specials")
+
+
 def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2.MatchView:
     """One seat's view: its own hand and the table, never another hand or the stock's order."""
+    out = game_pb2.MatchView()
+    fill_view(out, state, seat, match_id, version)
+    return out
+
+
+def fill_view(
+    out: game_pb2.MatchView, state: State, seat: int, match_id: str, version: int
+) -> None:
+    """``view_to_pb``'s view, written into ``out`` (empty), such as a response's own view:
+    a view given to a response's constructor is copied (serialized and parsed again)."""
     seen = view(state, seat)
     profile = state.profile
     won = state.games_won
-    out = game_pb2.MatchView(
-        match_id=match_id,
-        version=version,
-        seat=seat,
-        hand=cards_to_pb(seen.hand),
-        floor=cards_to_pb(seen.floor),
-        stock_size=seen.stock_size,
-        # Kept as it always was for clients that read it; to_play is the meaningful one.
-        turn=state.turn,
-        dealer=seen.dealer,
-        hand_number=seen.hand_number,
-        deal_number=seen.deal_number,
-        plays_left=seen.plays_left,
-        carry=seen.carry,
-        target=seen.target,
-        status=status_of(seen.phase),
-        winner=None if seen.winner is None else _first_seat(state, seen.winner),
-        last_capturer=seen.last_capturer,
-        rules=profile.name,
-        side=seen.side,
-        to_play=seen.turn,
-        next_dealer=seen.next_dealer,
-        games=[game_result_to_pb(n, g) for n, g in enumerate(seen.games, start=1)],
-        options=options_of(profile),
-        game=state.game,
-        winner_side=seen.winner,
-        seat_count=state.seats,
-    )
+    # Set one by one, which costs no more than keywords given to a constructor.
+    out.match_id = match_id
+    out.version = version
+    out.seat = seat
+    out.stock_size = seen.stock_size
+    # Kept as it always was for clients that read it; to_play is the meaningful one.
+    out.turn = state.turn
+    out.dealer = seen.dealer
+    out.hand_number = seen.hand_number
+    out.deal_number = seen.deal_number
+    out.plays_left = seen.plays_left
+    out.carry = seen.carry
+    out.target = seen.target
+    out.status = status_of(seen.phase)
+    if seen.winner is not None:
+        out.winner = _first_seat(state, seen.winner)
+        out.winner_side = seen.winner
+    if seen.last_capturer is not None:
+        out.last_capturer = seen.last_capturer
+    out.rules = profile.name
+    out.side = seen.side
+    if seen.turn is not None:
+        out.to_play = seen.turn
+    if seen.next_dealer is not None:
+        out.next_dealer = seen.next_dealer
+    games = out.games
+    for number, game in enumerate(seen.games, start=1):
+        games.add(game=number, winner_side=game.winner, side_totals=game.totals)
+    options = out.options
+    options.SetInParent()  # present even with both options off
+    options.rubber = profile.rubber_wins > 0
+    options.bottom_card_shown = profile.bottom_card is BottomCard.EVERY_SEAT
+    out.game = state.game
+    out.seat_count = state.seats
     # Built in place (add), not built and then copied in.
     seats = out.seats
     for s, side in enumerate(seen.sides):
@@ -120,34 +154,37 @@ def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2
         )
     sides = out.sides
     for side in range(profile.sides):
-        sides.add(
+        summary = sides.add(
             side=side,
             seats=_seats_of(state, side),
             captured_count=seen.captured_counts[side],
             basras=seen.basras[side],
             basra_points=seen.basra_points[side],
             score=seen.scores[side],
-            captured_specials=cards_to_pb(seen.captured_specials[side]),
             games_won=won[side],
         )
+        if specials := seen.captured_specials[side]:
+            summary.MergeFromString(b"".join(map(_SPECIALS.__getitem__, specials)))
+    # The cards parsed from their bytes in one call: a Card message given to the constructor
+    # is copied by serializing and parsing it again, each on its own.
+    cards = [*map(_HAND.__getitem__, seen.hand), *map(_FLOOR.__getitem__, seen.floor)]
     if seen.bottom_card is not None:
-        out.bottom_card.CopyFrom(_CARD_PB[seen.bottom_card])
+        cards.append(_BOTTOM[seen.bottom_card])
+    out.MergeFromString(b"".join(cards))
     if seen.last_play is not None:
+        # Set in place: building a CardPlayed and copying it in costs twice as much.
         last = seen.last_play
-        out.last_play.CopyFrom(
-            game_pb2.CardPlayed(
-                seat=last.seat,
-                card=_CARD_PB[last.card],
-                plan_id=last.plan,
-                captured=cards_to_pb(last.captured),
-                basra=last.basra_points > 0,
-                sweep=last.sweep,
-                trail=not last.captured,
-                basra_points=last.basra_points,
-                side=profile.side_of(last.seat),
-            )
+        played = out.last_play
+        played.seat = last.seat
+        played.MergeFromString(
+            _PLAYED_CARD[last.card] + b"".join(map(_CAPTURED.__getitem__, last.captured))
         )
-    return out
+        played.plan_id = last.plan
+        played.basra = last.basra_points > 0
+        played.sweep = last.sweep
+        played.trail = not last.captured
+        played.basra_points = last.basra_points
+        played.side = profile.side_of(last.seat)
 
 
 def options_of(profile: Profile) -> game_pb2.MatchOptions:

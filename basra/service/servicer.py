@@ -379,11 +379,8 @@ class Servicer:
         def act(state: State, seat: int, version: int) -> tuple[pb.DealResponse, State, EventEntry]:
             after, events = deal_next_hand(state)
             outcome = Outcome.of(version, after, events)
-            response = pb.DealResponse(
-                match_id=request.match_id,
-                view=convert.view_to_pb(after, seat, request.match_id, version),
-                events=outcome.for_seat(seat),
-            )
+            response = pb.DealResponse(match_id=request.match_id, events=outcome.for_seat(seat))
+            convert.fill_view(response.view, after, seat, request.match_id, version)
             return response, after, outcome.entry(records.deal_command(seat))
 
         response = await self._change(request, caller, pb.DealResponse, act)
@@ -408,10 +405,10 @@ class Servicer:
             assert isinstance(played, CardPlayed)
             outcome = Outcome.of(version, after, events)
             response = pb.PlayResponse(
-                played=outcome.public[0].card_played,
-                view=convert.view_to_pb(after, seat, request.match_id, version),
-                events=outcome.for_seat(seat),
+                played=outcome.public[0].card_played, events=outcome.for_seat(seat)
             )
+            # Written into the response's own view: one given to the constructor is copied.
+            convert.fill_view(response.view, after, seat, request.match_id, version)
             for event in events:
                 if isinstance(event, HandScored):
                     response.hand_score.CopyFrom(
@@ -743,12 +740,13 @@ def _creation_response(
     tokens: Sequence[str],
     seat: int,
 ) -> CreateResponse:
-    return response_type(
+    response = response_type(
         match_id=match_id,
         seat_tokens=[pb.SeatToken(seat=s, token=t) for s, t in enumerate(tokens)],
-        view=convert.view_to_pb(state, seat, match_id, 1),
         events=Outcome.of(1, state, events).for_seat(seat),
     )
+    convert.fill_view(response.view, state, seat, match_id, 1)
+    return response
 
 
 @dataclass(frozen=True, slots=True)
