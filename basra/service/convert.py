@@ -305,18 +305,18 @@ def match_result_to_pb(state: State, event: MatchEnded) -> game_pb2.MatchResult:
     )
 
 
-def card_played_to_pb(event: CardPlayed, profile: Profile) -> game_pb2.CardPlayed:
-    return game_pb2.CardPlayed(
-        seat=event.seat,
-        card=card_to_pb(event.card),
-        plan_id=event.plan,
-        captured=cards_to_pb(event.captured),
-        basra=event.basra,
-        sweep=event.sweep,
-        trail=event.trail,
-        basra_points=event.basra_points,
-        side=profile.side_of(event.seat),
+def _fill_card_played(out: game_pb2.CardPlayed, event: CardPlayed, profile: Profile) -> None:
+    """The event of every Play, written into ``out`` (empty), its cards parsed from bytes."""
+    out.seat = event.seat
+    out.MergeFromString(
+        _PLAYED_CARD[event.card] + b"".join(map(_CAPTURED.__getitem__, event.captured))
     )
+    out.plan_id = event.plan
+    out.basra = event.basra
+    out.sweep = event.sweep
+    out.trail = event.trail
+    out.basra_points = event.basra_points
+    out.side = profile.side_of(event.seat)
 
 
 def event_to_pb(event: Event, version: int, after: State) -> game_pb2.MatchEvent:
@@ -344,7 +344,7 @@ def event_to_pb(event: Event, version: int, after: State) -> game_pb2.MatchEvent
             )
         )
     elif isinstance(event, CardPlayed):
-        out.card_played.CopyFrom(card_played_to_pb(event, profile))
+        _fill_card_played(out.card_played, event, profile)
     elif isinstance(event, FloorCollected):
         out.floor_collected.CopyFrom(
             game_pb2.FloorCollected(

@@ -769,7 +769,7 @@ class Outcome:
             version=version,
             after=after,
             public=tuple(public),
-            deals=any(isinstance(e, HandStarted | CardsDealt) for e in events),
+            deals=any(isinstance(e, _DEALS) for e in events),
         )
 
     def for_seat(self, seat: int) -> list[game_pb2.MatchEvent]:
@@ -781,6 +781,10 @@ class Outcome:
         """The stored event entry: public events, plus each seat's dealt cards."""
         private = tuple(records.encode_cards(h) for h in self.after.hands) if self.deals else ()
         return EventEntry(self.version, command, records.encode_events(self.public), private)
+
+
+_DEALS: Final = (HandStarted, CardsDealt)
+"""The events of a deal (a tuple: ``A | B`` would build a union type for every event)."""
 
 
 class StateCache:
