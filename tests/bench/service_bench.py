@@ -377,11 +377,16 @@ def _describe(name: str, result: LoadResult) -> str:
     )
 
 
-ALTERNATIONS = 3
+ALTERNATIONS = 6
 """Runs of the service and of each bare server, interleaved: on a shared, noisy machine one run
-swings by 15 %, so the figures are medians of runs taken turn about, each service run paired
-with the bare run right after it. Each of these runs lasts two thirds of the other loads' time,
-which keeps the service part of `make bench` under twice its length with single runs."""
+swings by 15 % or more, so the figures are medians of runs taken turn about, each service run
+paired with the bare run right after it. Each of these runs lasts a third of the other loads'
+time (cut off while all the matches are still in flight), which keeps the service part of
+`make bench` under twice its length with single runs: six short pairs rather than three of
+twice the length (until 2026-12-02), the same time for a median one noisy run sways less."""
+
+RUN_SHARE = 1 / 3
+"""Each alternated run's length, as a share of the other loads' ``seconds``."""
 
 
 @dataclass
@@ -392,9 +397,16 @@ class Run:
     cpu_us: float
 
 
-def measured(pid: int, target: str, played: Sequence[Match], seconds: float, channels: int) -> Run:
+def measured(
+    pid: int,
+    target: str,
+    played: Sequence[Match],
+    seconds: float,
+    channels: int,
+    connect: Callable[[str], Calls] = GrpcCalls,
+) -> Run:
     cpu = cpu_seconds(pid)
-    result = asyncio.run(drive([target], played, channels, seconds))
+    result = asyncio.run(drive([target], played, channels, seconds, connect=connect))
     return Run(result, (cpu_seconds(pid) - cpu) / (result.plays + result.deals) * 1e6)
 
 
@@ -449,6 +461,7 @@ def _measure(
         service_runs: list[Run] = []
         bare_runs: list[Run] = []
         bare_uvloop_runs: list[Run] = []
+        connect_runs: list[Run] = []
         calls = changes = misses = 0
         for alternation in range(ALTERNATIONS):
             # Fresh matches of the same seeds for each service run: the same calls every time.
@@ -456,36 +469,43 @@ def _measure(
             client.flushall()
             played = asyncio.run(create_matches(target, seeds))
             before, got = top_level_calls(client), gets(client)
-            run = measured(server.pid, target, played, seconds * 2 / 3, channels)
+            run = measured(server.pid, target, played, seconds * RUN_SHARE, channels)
             service_runs.append(run)
             calls += top_level_calls(client) - before
             misses += gets(client) - got
             changes += run.result.plays + run.result.deals
             client.flushall()
-            bare_runs.append(measured(bare.pid, bare_target, played, seconds * 2 / 3, channels))
+            bare_runs.append(measured(bare.pid, bare_target, played, seconds * RUN_SHARE, channels))
             client.flushall()
             bare_uvloop_runs.append(
-                measured(bare_uvloop.pid, bare_uvloop_target, played, seconds * 2 / 3, channels)
+                measured(bare_uvloop.pid, bare_uvloop_target, played, seconds * RUN_SHARE, channels)
+            )
+            # The same load over the HTTP port of the same server, right after its gRPC run:
+            # new matches of the same seeds, as many HTTP/2 connections as gRPC channels,
+            # Connect binary.
+            client.flushall()
+            fresh = asyncio.run(create_matches(target, seeds))
+            connect_runs.append(
+                measured(
+                    server.pid,
+                    f"http://{http}",
+                    fresh,
+                    seconds * RUN_SHARE,
+                    channels,
+                    connect=ConnectCalls,
+                )
             )
             for name, run in (
                 ("service", service_runs[-1]),
                 ("bare", bare_runs[-1]),
                 ("bare on uvloop", bare_uvloop_runs[-1]),
+                ("service over Connect", connect_runs[-1]),
             ):
                 print(
                     f"  run {alternation + 1} of {ALTERNATIONS}, "
                     + _describe(name, run.result)
                     + f", server CPU {run.cpu_us:.0f} us per call"
                 )
-        # The same load over the HTTP port: the same server, new matches of the same seeds, as
-        # many HTTP/2 connections as gRPC channels, Connect binary.
-        client.flushall()
-        fresh = asyncio.run(create_matches(target, seeds))
-        cpu = cpu_seconds(server.pid)
-        connect = asyncio.run(
-            drive([f"http://{http}"], fresh, channels, seconds, connect=ConnectCalls)
-        )
-        connect_cpu_us = (cpu_seconds(server.pid) - cpu) / (connect.plays + connect.deals) * 1e6
     result_rps = statistics.median(r.result.rps for r in service_runs)
     play_p99 = statistics.median(r.result.p99_ms for r in service_runs)
     play_cpu_us = statistics.median(r.cpu_us for r in service_runs)
@@ -502,11 +522,19 @@ def _measure(
     ratio = statistics.median(ratios)
     hit_rate = 1 - misses / changes
     print(_medians(f"service, grpc.aio, 1 process, {matches} matches in flight", service_runs))
-    print(_describe("service, Connect over HTTP/2 (hypercorn), same process, same load", connect))
-    connect_ratio = connect.rps / result_rps
     print(
-        f"  connect / gRPC (one run against the median): {connect_ratio:.2f}; server CPU per "
-        f"call {connect_cpu_us:.0f} us (Connect) against {play_cpu_us:.0f} us (gRPC)"
+        _medians("service, Connect over HTTP/2 (hypercorn), same process, same load", connect_runs)
+    )
+    # Each Connect run against the gRPC run of its alternation, as play / bare.
+    connect_ratios = [
+        c.result.rps / s.result.rps for c, s in zip(connect_runs, service_runs, strict=True)
+    ]
+    connect_ratio = statistics.median(connect_ratios)
+    connect_cpu_us = statistics.median(r.cpu_us for r in connect_runs)
+    print(
+        f"  connect / gRPC: {_spread(connect_ratios)} (median and range of the "
+        f"{ALTERNATIONS} paired runs; target 0.8 or more); server CPU per call "
+        f"{connect_cpu_us:.0f} us (Connect) against {play_cpu_us:.0f} us (gRPC)"
     )
     roundtrips = calls / changes
     print(
@@ -576,9 +604,11 @@ def _measure(
     )
     return {
         "play_rps": round(result_rps, 1),
-        "connect_play_rps": round(connect.rps, 1),
-        "connect_play_p99_ms": round(connect.p99_ms, 2),
+        "connect_play_rps": round(statistics.median(r.result.rps for r in connect_runs), 1),
+        "connect_play_p99_ms": round(statistics.median(r.result.p99_ms for r in connect_runs), 2),
         "connect_vs_play_ratio": round(connect_ratio, 3),
+        "connect_vs_play_ratio_min": round(min(connect_ratios), 3),
+        "connect_vs_play_ratio_max": round(max(connect_ratios), 3),
         "connect_server_cpu_us": round(connect_cpu_us, 1),
         "play_p99_ms": round(play_p99, 2),
         "bare_rps": round(bare_rps, 1),
