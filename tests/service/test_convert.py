@@ -1,4 +1,5 @@
-"""Conversions to messages that share built parts (sharing must never leak a change) or parse\nprebuilt bytes (the message is the one protobuf builds)."""
+"""Conversions to messages that share built parts (sharing must never leak a change) or parse
+prebuilt bytes (the message is the one protobuf builds)."""
 
 from __future__ import annotations
 
