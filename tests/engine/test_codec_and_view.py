@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -14,6 +15,7 @@ from basra.engine import (
     CorruptStateError,
     InvalidSeatError,
     Phase,
+    codec,
     decode,
     encode,
     match_profile,
@@ -235,3 +237,21 @@ def test_a_view_shows_every_public_count_of_the_state() -> None:
             over.winner,
             over.scores,
         )
+
+
+def test_a_profiles_bytes_are_written_once_and_the_memo_stays_bounded() -> None:
+    """``codec._profile_bytes`` remembers each profile's bytes by the profile's identity: asked
+    again for the same profile it answers the very bytes it wrote (computing them again would
+    give an equal, new object), keeps the profile with them, and holds at most 64 profiles."""
+    memo = codec._PROFILE_BYTES
+    memo.clear()
+    profile = dataclasses.replace(ERAM)  # equal to ERAM, another object
+    first = codec._profile_bytes(profile)
+    assert memo[id(profile)] == (profile, first)
+    assert codec._profile_bytes(profile) is first
+    assert first == codec._profile_bytes_uncached(profile)
+    kept = [dataclasses.replace(ERAM) for _ in range(64)]
+    for other in kept:
+        codec._profile_bytes(other)
+        assert len(memo) <= 64
+    assert memo == {id(kept[-1]): (kept[-1], first)}  # cleared when full, then the 64th kept
