@@ -132,9 +132,8 @@ def fill_view(
         out.to_play = seen.turn
     if seen.next_dealer is not None:
         out.next_dealer = seen.next_dealer
-    games = out.games
-    for number, game in enumerate(seen.games, start=1):
-        games.add(game=number, winner_side=game.winner, side_totals=game.totals)
+    # A rubber's games only: copied in, as the scoreboard's are.
+    out.games.extend([game_result_to_pb(n, g) for n, g in enumerate(seen.games, start=1)])
     options = out.options
     options.SetInParent()  # present even with both options off
     options.rubber = profile.rubber_wins > 0
@@ -171,28 +170,19 @@ def fill_view(
     if seen.bottom_card is not None:
         cards.append(_BOTTOM[seen.bottom_card])
     out.MergeFromString(b"".join(cards))
-    if seen.last_play is not None:
-        # Set in place: building a CardPlayed and copying it in costs twice as much.
-        last = seen.last_play
-        played = out.last_play
-        played.seat = last.seat
-        played.MergeFromString(
-            _PLAYED_CARD[last.card] + b"".join(map(_CAPTURED.__getitem__, last.captured))
+    if (last := seen.last_play) is not None:
+        _fill_card_played(
+            out.last_play,
+            profile,
+            seat=last.seat,
+            card=last.card,
+            plan=last.plan,
+            captured=last.captured,
+            basra=last.basra_points > 0,
+            sweep=last.sweep,
+            trail=not last.captured,
+            basra_points=last.basra_points,
         )
-        played.plan_id = last.plan
-        played.basra = last.basra_points > 0
-        played.sweep = last.sweep
-        played.trail = not last.captured
-        played.basra_points = last.basra_points
-        played.side = profile.side_of(last.seat)
-
-
-def options_of(profile: Profile) -> game_pb2.MatchOptions:
-    """The options a profile was built with."""
-    return game_pb2.MatchOptions(
-        rubber=profile.rubber_wins > 0,
-        bottom_card_shown=profile.bottom_card is BottomCard.EVERY_SEAT,
-    )
 
 
 def spectator_view_to_pb(state: State, match_id: str, version: int) -> game_pb2.MatchView:
@@ -305,18 +295,29 @@ def match_result_to_pb(state: State, event: MatchEnded) -> game_pb2.MatchResult:
     )
 
 
-def _fill_card_played(out: game_pb2.CardPlayed, event: CardPlayed, profile: Profile) -> None:
-    """The event of every Play, written into ``out`` (empty), its cards parsed from bytes."""
-    out.seat = event.seat
-    out.MergeFromString(
-        _PLAYED_CARD[event.card] + b"".join(map(_CAPTURED.__getitem__, event.captured))
-    )
-    out.plan_id = event.plan
-    out.basra = event.basra
-    out.sweep = event.sweep
-    out.trail = event.trail
-    out.basra_points = event.basra_points
-    out.side = profile.side_of(event.seat)
+def _fill_card_played(
+    out: game_pb2.CardPlayed,
+    profile: Profile,
+    *,
+    seat: int,
+    card: Card,
+    plan: int,
+    captured: Sequence[Card],
+    basra: bool,
+    sweep: bool,
+    trail: bool,
+    basra_points: int,
+) -> None:
+    """A play (a Play's event, a view's last play) written into ``out`` (empty), in place and
+    its cards parsed from bytes: building a CardPlayed and copying it in costs twice as much."""
+    out.seat = seat
+    out.MergeFromString(_PLAYED_CARD[card] + b"".join(map(_CAPTURED.__getitem__, captured)))
+    out.plan_id = plan
+    out.basra = basra
+    out.sweep = sweep
+    out.trail = trail
+    out.basra_points = basra_points
+    out.side = profile.side_of(seat)
 
 
 def event_to_pb(event: Event, version: int, after: State) -> game_pb2.MatchEvent:
@@ -344,7 +345,18 @@ def event_to_pb(event: Event, version: int, after: State) -> game_pb2.MatchEvent
             )
         )
     elif isinstance(event, CardPlayed):
-        _fill_card_played(out.card_played, event, profile)
+        _fill_card_played(
+            out.card_played,
+            profile,
+            seat=event.seat,
+            card=event.card,
+            plan=event.plan,
+            captured=event.captured,
+            basra=event.basra,
+            sweep=event.sweep,
+            trail=event.trail,
+            basra_points=event.basra_points,
+        )
     elif isinstance(event, FloorCollected):
         out.floor_collected.CopyFrom(
             game_pb2.FloorCollected(

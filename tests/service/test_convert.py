@@ -63,7 +63,10 @@ def reference_view(state: State, seat: int, match_id: str, version: int) -> game
         to_play=seen.turn,
         next_dealer=seen.next_dealer,
         games=[convert.game_result_to_pb(n, g) for n, g in enumerate(seen.games, start=1)],
-        options=convert.options_of(profile),
+        options=game_pb2.MatchOptions(
+            rubber=profile.rubber_wins > 0,
+            bottom_card_shown=profile.bottom_card is BottomCard.EVERY_SEAT,
+        ),
         game=state.game,
         winner_side=seen.winner,
         seat_count=state.seats,
