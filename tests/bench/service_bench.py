@@ -480,9 +480,9 @@ def _measure(
             bare_uvloop_runs.append(
                 measured(bare_uvloop.pid, bare_uvloop_target, played, seconds * RUN_SHARE, channels)
             )
-            # The same load over the HTTP port of the same server, right after its gRPC run:
-            # new matches of the same seeds, as many HTTP/2 connections as gRPC channels,
-            # Connect binary.
+            # The same load over the HTTP port of the same server, in the alternation of its
+            # gRPC run (after the bare runs): new matches of the same seeds, as many HTTP/2
+            # connections as gRPC channels, Connect binary.
             client.flushall()
             fresh = asyncio.run(create_matches(target, seeds))
             connect_runs.append(
