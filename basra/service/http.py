@@ -9,7 +9,8 @@ official Python Connect runtime) speaks the three protocols; messages stay googl
 
 Served by hypercorn in the server's own event loop: HTTP/1.1 and cleartext HTTP/2 (prior
 knowledge or upgrade), with the trailers gRPC needs (README, "HTTP port", says why hypercorn),
-each connection's writes coalesced (http_socket.py).
+each connection's writes coalesced (http_socket.py); plain Connect unary calls served without
+connectrpc's general path (``ConnectApp.serve_unary``), with the same bytes on the wire.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from pathlib import Path
 from typing import Any, Final
 
 import grpc
+from connectrpc._compression import IdentityCompression
+from connectrpc._protocol import ConnectWireError
+from connectrpc._shared import decode_message, decompress, message_too_large_error
 from connectrpc.code import Code
+from connectrpc.compression import Compression
+from connectrpc.compression.gzip import GzipCompression
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
 from connectrpc.request import RequestContext
@@ -204,22 +210,178 @@ def _streaming(
 
 
 class ConnectApp(ConnectASGIApplication[Servicer]):
-    """Every RPC of the contract's service descriptor, as connectrpc endpoints over the core."""
+    """Every RPC of the contract's service descriptor, as connectrpc endpoints over the core;
+    plain Connect unary calls also without connectrpc's general machinery (``serve_unary``)."""
 
     def __init__(self, core: Servicer, max_message_bytes: int) -> None:
-        codecs = [_BinaryCodec(), _JSONCodec()]
         self.streams: set[asyncio.Future[None]] = set()
         """The end of every open streaming call."""
         super().__init__(
             service=core,
             endpoints=lambda core: _endpoints(core, self.streams),
             read_max_bytes=max_message_bytes,
-            codecs=codecs,  # type: ignore[arg-type]  # typed for protobuf-py messages
+            codecs=list(_UNARY_CODECS.values()),
+            compressions=list(_COMPRESSIONS.values()),
         )
+        self._core = core
+        self._max_bytes = max_message_bytes
+        self._unary = {
+            RPC_PREFIX + method.name: (
+                method.name,
+                message_factory.GetMessageClass(method.input_type),
+            )
+            for method in SERVICE.methods
+            if not method.server_streaming
+        }
 
     @property
     def path(self) -> str:
         return "/" + SERVICE.full_name
+
+    async def serve_unary(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve ``scope`` if it is a plain Connect unary call (a POST of a unary RPC, binary or
+        JSON, identity or gzip, no timeout header) exactly as connectrpc would, the same bytes
+        on the wire; else answer False having read nothing, for connectrpc to serve it.
+
+        connectrpc's general path (any protocol, interceptors, a deadline scope and a task
+        watching for the client to leave) cost a fifth of a Connect Play's server CPU; a unary
+        call whose client leaves is not cancelled here (it runs to its end, bounded by the store
+        deadline, as a gRPC call's does once its request arrived)."""
+        target = self._unary.get(scope["path"])
+        if target is None or scope["method"] != "POST" or scope.get("root_path"):
+            return False
+        codec: _BinaryCodec | _JSONCodec | None = None
+        encoding = accept = b""
+        seen: set[bytes] = set()
+        metadata: list[tuple[str, str]] = []
+        try:
+            for key, value in scope["headers"]:
+                if key in _FAST_HEADERS:
+                    if key in seen:
+                        return False
+                    seen.add(key)
+                    if key == b"content-type":
+                        codec = _CONTENT_TYPES.get(bytes(value))
+                    elif key == b"content-encoding":
+                        encoding = value
+                    elif key == b"accept-encoding":
+                        accept = value
+                    elif key == b"connect-protocol-version":
+                        if value != b"1":
+                            return False
+                    else:  # connect-timeout-ms: connectrpc keeps the call's deadline
+                        return False
+                metadata.append((key.decode(), value.decode()))
+        except UnicodeDecodeError:
+            return False
+        request_compression = _COMPRESSIONS.get(encoding.decode("latin-1") or "identity")
+        if codec is None or request_compression is None:
+            return False
+        response_compression = _negotiated(accept.decode("latin-1"))
+        method, message_class = target
+        try:
+            body = await self._body(receive)
+            if body is None:
+                return True  # the client left before its request arrived: nobody to answer
+            if body:
+                body = decompress(request_compression, body, self._max_bytes)
+            request = decode_message(codec, body, message_class)
+        except ConnectError as error:
+            await _send_connect_error(send, error)
+            return True
+        client = scope.get("client")
+        peer = f"{client[0]}:{client[1]}" if client else ""
+        ended = asyncio.get_running_loop().create_future()
+        try:
+            response = await self._core.handle(method, request, Caller(metadata, peer, ended))
+        except ServiceError as error:
+            await _send_connect_error(send, connect_error(error))
+            return True
+        finally:
+            _settle(ended)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", _RESPONSE_TYPES[codec.name()]),
+                    (b"content-encoding", _ENCODING_NAMES[response_compression.name()]),
+                    (b"vary", b"Accept-Encoding"),
+                ],
+                "trailers": False,
+            }
+        )
+        await send(
+            {
+                "type": "http.response.body",
+                "body": response_compression.compress(codec.encode(response)),
+                "more_body": False,
+            }
+        )
+        return True
+
+    async def _body(self, receive: Receive) -> bytes | None:
+        """The request body, at most the largest message (else RESOURCE_EXHAUSTED, as
+        connectrpc answers); None when the client left first."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise message_too_large_error(self._max_bytes)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+_UNARY_CODECS: Final[dict[str, _BinaryCodec | _JSONCodec]] = {
+    "proto": _BinaryCodec(),
+    "json": _JSONCodec(),
+}
+_CONTENT_TYPES: Final = {f"application/{n}".encode(): c for n, c in _UNARY_CODECS.items()}
+_RESPONSE_TYPES: Final = {n: f"application/{n}".encode() for n in _UNARY_CODECS}
+_COMPRESSIONS: Final[dict[str, Compression]] = {
+    "gzip": GzipCompression(),
+    "identity": IdentityCompression(),
+}
+_ENCODING_NAMES: Final = {n: n.encode() for n in _COMPRESSIONS}
+_FAST_HEADERS: Final = frozenset(
+    {
+        b"content-type",
+        b"content-encoding",
+        b"accept-encoding",
+        b"connect-protocol-version",
+        b"connect-timeout-ms",
+    }
+)
+"""The headers ``serve_unary`` reads; each may appear once (else connectrpc serves the call)."""
+
+
+def _negotiated(accept_encoding: str) -> Compression:
+    """The response's compression: the first of Accept-Encoding's we have (connectrpc's rule)."""
+    for name in accept_encoding.split(","):
+        compression = _COMPRESSIONS.get(name.strip())
+        if compression is not None:
+            return compression
+    return _COMPRESSIONS["identity"]
+
+
+async def _send_connect_error(send: Send, error: ConnectError) -> None:
+    """A Connect unary error response, as connectrpc writes one."""
+    wire = ConnectWireError.from_exception(error)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": wire.to_http_status().code,
+            "headers": [(b"content-type", b"application/json")],
+            "trailers": False,
+        }
+    )
+    await send({"type": "http.response.body", "body": wire.to_json_bytes(), "more_body": False})
 
 
 def _endpoints(core: Servicer, streams: set[asyncio.Future[None]]) -> dict[str, Any]:
@@ -276,7 +438,8 @@ class HttpApp:
             send = _with_headers(send, cors)
         path: str = scope["path"]
         if path.startswith(RPC_PREFIX):
-            await self.connect(scope, receive, send)
+            if not await self.connect.serve_unary(scope, receive, send):
+                await self.connect(scope, receive, send)
         elif path == HEALTH_PATH:
             ok = self.readiness.serving
             await _respond(send, 200 if ok else 503, b"ok\n" if ok else b"not serving\n")
