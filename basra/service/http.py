@@ -9,7 +9,8 @@ official Python Connect runtime) speaks the three protocols; messages stay googl
 
 Served by hypercorn in the server's own event loop: HTTP/1.1 and cleartext HTTP/2 (prior
 knowledge or upgrade), with the trailers gRPC needs (README, "HTTP port", says why hypercorn),
-each connection's writes coalesced (http_socket.py); plain Connect unary calls served without
+each connection's writes coalesced (http_socket.py), HTTP/2 bodies sent without hypercorn's send
+task when nothing waits before them (http_h2.py); plain Connect unary calls served without
 connectrpc's general path (``ConnectApp.serve_unary``), with the same bytes on the wire.
 """
 
@@ -47,6 +48,7 @@ from protobuf.wkt import Any as DetailAny
 import basra
 from basra.service.config import Settings
 from basra.service.errors import ServiceError
+from basra.service.http_h2 import send_bodies_directly
 from basra.service.http_socket import coalesce_writes
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
@@ -631,8 +633,9 @@ async def _serve(
     app: HttpApp, config: HypercornConfig, sockets: Sockets, stop: Callable[[], Awaitable[Any]]
 ) -> None:
     """hypercorn's asyncio serve, on sockets already bound (so port 0 is known beforehand), each
-    connection's writes coalesced (http_socket.py)."""
+    connection's writes coalesced (http_socket.py), HTTP/2 bodies sent at once (http_h2.py)."""
     coalesce_writes()
+    send_bodies_directly()
     await worker_serve(
         # Our ASGI types are plain dicts, hypercorn's TypedDicts.
         wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
