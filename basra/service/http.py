@@ -21,6 +21,7 @@ import contextlib
 import logging
 import mimetypes
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ from basra.service.config import Settings
 from basra.service.errors import ServiceError
 from basra.service.http_h2 import send_bodies_directly
 from basra.service.http_socket import coalesce_writes
+from basra.service.limits import RequestDeadline
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
 log = logging.getLogger("basra.http")
@@ -215,7 +217,17 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
     """Every RPC of the contract's service descriptor, as connectrpc endpoints over the core;
     plain Connect unary calls also without connectrpc's general machinery (``serve_unary``)."""
 
-    def __init__(self, core: Servicer, max_message_bytes: int) -> None:
+    def __init__(
+        self,
+        core: Servicer,
+        max_message_bytes: int,
+        deadline: RequestDeadline,
+        max_calls: int,
+    ) -> None:
+        self.calls = 0
+        """Calls being served (open streams included): at most ``max_calls``."""
+        self._deadline = deadline
+        self._max_calls = max_calls
         self.streams: set[asyncio.Future[None]] = set()
         """The end of every open streaming call."""
         super().__init__(
@@ -239,6 +251,32 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
     @property
     def path(self) -> str:
         return "/" + SERVICE.full_name
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve an RPC call: at most ``max_calls`` at once on this port (beyond, the call fails
+        RESOURCE_EXHAUSTED at once, as the gRPC port answers past its limit), its request body
+        within the request deadline (else DEADLINE_EXCEEDED / REQUEST_TIMEOUT): half-open
+        requests, headers and a byte of a body then nothing, are bounded here in number and
+        time as on the gRPC port (``basra.service.limits``). The body is read first (every RPC
+        takes one request message, so a client sends its whole body at once), then replayed to
+        the fast path or to connectrpc, which see the messages the server delivered."""
+        if self.calls >= self._max_calls:
+            await self(scope, _refusing(_TOO_MANY_CALLS), send)
+            return
+        self.calls += 1
+        try:
+            try:
+                messages = await self._deadline.within(
+                    lambda: _body_messages(receive, self._max_bytes)
+                )
+            except ServiceError as error:
+                await self(scope, _refusing(connect_error(error)), send)
+                return
+            replay = _replaying(messages, receive)
+            if not await self.serve_unary(scope, replay, send):
+                await self(scope, replay, send)
+        finally:
+            self.calls -= 1
 
     async def serve_unary(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve ``scope`` if it is a plain Connect unary call (a POST of a unary RPC, binary or
@@ -338,6 +376,48 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+_TOO_MANY_CALLS: Final = ConnectError(Code.RESOURCE_EXHAUSTED, "Concurrent RPC limit exceeded")
+"""What the gRPC port answers past its limit (gRPC's own message, no details)."""
+_ENVELOPE_BYTES: Final = 5
+"""A streaming protocol's message prefix (flags, length), beyond the message itself."""
+
+
+async def _body_messages(receive: Receive, max_bytes: int) -> list[dict[str, Any]]:
+    """The request's body messages as the server delivers them: to its end, to the client
+    leaving, or past the largest message (its envelope included): the rest is left unread for
+    the protocol's own limit to refuse."""
+    messages: list[dict[str, Any]] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages
+        size += len(message.get("body", b""))
+        if size > max_bytes + _ENVELOPE_BYTES:
+            return messages
+
+
+def _replaying(messages: list[dict[str, Any]], receive: Receive) -> Receive:
+    """``receive``, answering ``messages`` first."""
+    pending = deque(messages)
+
+    async def replay() -> dict[str, Any]:
+        return pending.popleft() if pending else await receive()
+
+    return replay
+
+
+def _refusing(error: ConnectError) -> Receive:
+    """A receive that fails the call with ``error``: connectrpc answers it in the call's own
+    protocol (Connect, gRPC-Web or gRPC) when it reads the request."""
+
+    async def refuse() -> dict[str, Any]:
+        raise error
+
+    return refuse
 
 
 _UNARY_CODECS: Final[dict[str, _BinaryCodec | _JSONCodec]] = {
@@ -440,8 +520,7 @@ class HttpApp:
             send = _with_headers(send, cors)
         path: str = scope["path"]
         if path.startswith(RPC_PREFIX):
-            if not await self.connect.serve_unary(scope, receive, send):
-                await self.connect(scope, receive, send)
+            await self.connect.serve(scope, receive, send)
         elif path == HEALTH_PATH:
             ok = self.readiness.serving
             await _respond(send, 200 if ok else 503, b"ok\n" if ok else b"not serving\n")
@@ -550,11 +629,15 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-def build_app(core: Servicer, settings: Settings, readiness: Readiness) -> HttpApp:
+def build_app(
+    core: Servicer, settings: Settings, readiness: Readiness, deadline: RequestDeadline
+) -> HttpApp:
     """The HTTP port's application over ``core``."""
     web_root = Path(settings.web_root) if settings.web_root else DEFAULT_WEB_ROOT
     return HttpApp(
-        connect=ConnectApp(core, settings.max_message_bytes),
+        connect=ConnectApp(
+            core, settings.max_message_bytes, deadline, settings.max_concurrent_rpcs
+        ),
         readiness=readiness,
         cors_origins=frozenset(settings.cors_origins),
         web_root=web_root.resolve() if web_root.is_dir() else None,

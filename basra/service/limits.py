@@ -5,7 +5,8 @@ client likes, for the request message. A client that sends headers and one byte 
 thousands of streams holds thousands of calls (about 23 KB each, measured) and never sends the
 rest. ``RequestDeadline`` gives every call ``timeout_s`` for its request message to arrive, and
 the server's ``maximum_concurrent_rpcs`` bounds how many calls exist at once (see
-``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection. The gRPC
+``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection. The HTTP
+port bounds its calls the same way (``basra.service.http.ConnectApp.serve``). The gRPC
 transport registers its server-streaming handlers (WatchMatch) as request streams that wait for
 their first message with ``RequestDeadline.first`` themselves (``grpc_transport.register``): the
 same deadline, without a wrapper per call around a stream that may stay open for hours.
@@ -17,13 +18,14 @@ import asyncio
 import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import grpc
 
 from basra.service.errors import ServiceError
 
 REASON: Final = "REQUEST_TIMEOUT"
+T = TypeVar("T")
 _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]  # not in grpc-stubs
 """What ``context.read()`` answers once the client has sent all it will."""
 
@@ -105,30 +107,11 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         a collection (then asyncio's generator finalizer, a task per call) frees. Read this way
         a call's objects are freed by reference counting when it ends, which keeping them
         frozen (``basra.service.gc_policy``) relies on."""
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        waiting = _Waiting(loop.time() + self._timeout_s, task)
-        self._waiting.append(waiting)
-        if self._timer is None:
-            self._timer = loop.call_at(waiting.deadline, self._expire)
-        cancelling = task.cancelling() if task is not None else 0
         try:
-            request = await context.read()
-        except asyncio.CancelledError:
-            # Our own cancellation (the deadline), not the call's: answer it.
-            if not waiting.expired or task is None or task.uncancel() > cancelling:
-                raise
-            self._on_timeout()
-            error = ServiceError(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-                REASON,
-                f"the request message did not arrive within {self._timeout_s:g} s",
-                {"timeout_s": self._timeout_s},
-            )
-            await context.abort(error.code, error.message, error.trailing_metadata())
-        finally:
-            waiting.task = None
-            self._settle()
+            request = await self.within(context.read)
+        except ServiceError as late:
+            await context.abort(late.code, late.message, late.trailing_metadata())
+            raise AssertionError("abort raises") from None  # pragma: no cover
         if request is not _EOF:
             return request
         error = ServiceError(
@@ -140,6 +123,35 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         )
         await context.abort(error.code, error.message, error.trailing_metadata())
         raise AssertionError("abort raises")  # pragma: no cover
+
+    async def within(self, read: Callable[[], Awaitable[T]]) -> T:
+        """What ``read()`` answers, once it has within ``timeout_s`` from now; past that the read
+        is cancelled and ServiceError DEADLINE_EXCEEDED / REQUEST_TIMEOUT raised (a call's own
+        cancellation still propagates). The gRPC calls' ``first`` and the HTTP port's request
+        bodies (``basra.service.http``) wait this way."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        waiting = _Waiting(loop.time() + self._timeout_s, task)
+        self._waiting.append(waiting)
+        if self._timer is None:
+            self._timer = loop.call_at(waiting.deadline, self._expire)
+        cancelling = task.cancelling() if task is not None else 0
+        try:
+            return await read()
+        except asyncio.CancelledError:
+            # Our own cancellation (the deadline), not the call's: answer it.
+            if not waiting.expired or task is None or task.uncancel() > cancelling:
+                raise
+            self._on_timeout()
+            raise ServiceError(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                REASON,
+                f"the request message did not arrive within {self._timeout_s:g} s",
+                {"timeout_s": self._timeout_s},
+            ) from None
+        finally:
+            waiting.task = None
+            self._settle()
 
     def _settle(self) -> None:
         """Forget the waits that are over, from the oldest."""

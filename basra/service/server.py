@@ -311,7 +311,9 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         running._metrics_http = metrics_http
     if settings.http_listen is not None:
         try:
-            running.http = await start_http(build_app(core, settings, running.readiness), settings)
+            running.http = await start_http(
+                build_app(core, settings, running.readiness, deadline), settings
+            )
         except BaseException as exc:
             await running.stop(0)
             if isinstance(exc, OSError):

@@ -20,7 +20,7 @@ from basra.client.match import Rejection
 from basra.v1 import basra_service_pb2 as pb
 from tests.halfopen import Attack, half_open, rss_bytes
 from tests.service.conftest import rpc_error
-from tests.support import ServerThread, embedded_serve, free_port
+from tests.support import ServerThread, embedded_serve, free_port, wait_until
 
 CONNECTIONS, STREAMS, WAVES = 20, 100, 5
 # Held without bound, 10,000 half-open calls take about 230 MB (23 KB each, measured).
@@ -179,3 +179,32 @@ def test_a_watch_request_that_does_not_arrive_in_time_is_request_timeout(
         "REQUEST_TIMEOUT",
     )
     assert server.server.metrics.request_timeouts.value == 1
+
+
+@pytest.mark.parametrize("limit", [1000, 40])
+def test_half_open_requests_on_the_http_port_are_ended(
+    start_server: Callable[..., ServerThread], limit: int
+) -> None:
+    # Before the HTTP port bounded its calls, none of these was ever ended: each held its
+    # memory for as long as the client kept its connection.
+    server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=limit)
+    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+
+    async def attack() -> Attack:
+        attack, stop = Attack(), asyncio.Event()
+        task = asyncio.ensure_future(half_open(host, int(port), 4, 25, stop, attack))
+        started = time.monotonic()
+        while time.monotonic() - started < 30 and not (
+            attack.opened == 100 and attack.answered == attack.opened
+        ):
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+        return attack
+
+    result = asyncio.run(attack())
+    assert (result.opened, result.answered) == (100, 100)
+    # Every call ended counts no more: the port's budget is whole again.
+    http = server.server.http
+    assert http is not None
+    wait_until(lambda: http.app.connect.calls == 0)
