@@ -261,7 +261,7 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         takes one request message, so a client sends its whole body at once), then replayed to
         the fast path or to connectrpc, which see the messages the server delivered."""
         if self.calls >= self._max_calls:
-            await self(scope, _refusing(_TOO_MANY_CALLS), send)
+            await self(scope, _refusing(_too_many_calls()), send)
             return
         self.calls += 1
         try:
@@ -378,8 +378,12 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-_TOO_MANY_CALLS: Final = ConnectError(Code.RESOURCE_EXHAUSTED, "Concurrent RPC limit exceeded")
-"""What the gRPC port answers past its limit (gRPC's own message, no details)."""
+def _too_many_calls() -> ConnectError:
+    """What the gRPC port answers past its limit (gRPC's own message, no details): a new error
+    each time, as one raised again and again would keep every raise's traceback."""
+    return ConnectError(Code.RESOURCE_EXHAUSTED, "Concurrent RPC limit exceeded")
+
+
 _ENVELOPE_BYTES: Final = 5
 """A streaming protocol's message prefix (flags, length), beyond the message itself."""
 
