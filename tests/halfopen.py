@@ -16,6 +16,7 @@ from typing import Final
 PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7
 END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
+REFUSED_STREAM = 0x7
 
 
 def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
@@ -31,7 +32,7 @@ def _literal(name: str, value: str) -> bytes:
     return out
 
 
-def request_headers(authority: str, path: str) -> bytes:
+def request_headers(authority: str, path: str, content_type: str = "application/grpc") -> bytes:
     return b"".join(
         _literal(name, value)
         for name, value in (
@@ -39,7 +40,7 @@ def request_headers(authority: str, path: str) -> bytes:
             (":scheme", "http"),
             (":path", path),
             (":authority", authority),
-            ("content-type", "application/grpc"),
+            ("content-type", content_type),
             ("te", "trailers"),
         )
     )
@@ -52,6 +53,8 @@ class Attack:
     opened: int = 0
     answered: int = 0
     """Streams the server ended (trailers with END_STREAM, or RST_STREAM)."""
+    refused: int = 0
+    """Of those, the streams reset unprocessed (RST_STREAM with REFUSED_STREAM)."""
     connections_closed: int = 0
     ended: set[tuple[int, int]] = field(default_factory=set)
 
@@ -93,6 +96,8 @@ async def _connection(
             ) not in attack.ended:
                 attack.ended.add((index, stream))
                 attack.answered += 1
+                if kind == RST_STREAM and int.from_bytes(payload, "big") == REFUSED_STREAM:
+                    attack.refused += 1
             elif kind == GOAWAY:
                 return
 

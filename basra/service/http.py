@@ -49,9 +49,10 @@ from protobuf.wkt import Any as DetailAny
 import basra
 from basra.service.config import Settings
 from basra.service.errors import ServiceError
-from basra.service.http_h2 import send_bodies_directly
+from basra.service.http_h2 import BudgetedConfig, StreamBudget, send_bodies_directly
 from basra.service.http_socket import coalesce_writes
 from basra.service.limits import RequestDeadline
+from basra.service.metrics import Metrics
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
 log = logging.getLogger("basra.http")
@@ -657,7 +658,7 @@ class HttpServer:
 
     port: int
     app: HttpApp
-    config: HypercornConfig
+    config: BudgetedConfig
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
 
@@ -685,10 +686,16 @@ class HttpServer:
             await self._task
 
 
-async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
+async def start_http(app: HttpApp, settings: Settings, metrics: Metrics) -> HttpServer:
     """Listen on ``settings.http_listen`` and serve ``app``; returns once listening."""
     assert settings.http_listen is not None
-    config = HypercornConfig()
+    # The port's HTTP/2 streams, whatever their path: the calls it serves, one connection's
+    # worth more (answered RESOURCE_EXHAUSTED by ConnectApp), then REFUSED_STREAM (http_h2.py).
+    budget = StreamBudget(
+        settings.max_concurrent_rpcs + settings.max_concurrent_streams,
+        refusals=metrics.http_streams_refused,
+    )
+    config = BudgetedConfig(budget)
     config.bind = [settings.http_listen]
     config.accesslog = None  # never log request lines: their query strings may hold secrets
     config.errorlog = log

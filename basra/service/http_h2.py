@@ -13,6 +13,15 @@ waiting ahead of it), without the wake-ups. Anything else (a piece larger than t
 stream whose earlier pieces still wait, trailers, WebSocket data) goes the send task's way as
 before, so flow control and priorities still apply where they matter.
 
+It also bounds the HTTP/2 streams open on the port, across all its connections
+(``StreamBudget``): each stream costs hypercorn about 20 KB (a stream object, an application
+task, h2's stream state, the request's scope) before the application sees it, so the
+application's own call limit (``ConnectApp``) cannot bound a burst: issue 9's half-open flood
+(250 connections x 100 streams, headers and one byte each) took the server past 570 MiB with
+every call refused at once. A request past the budget is reset with REFUSED_STREAM (HTTP/2's
+"not processed, safe to retry", what gRPC's own server sends past its stream limit) before
+hypercorn builds anything for it.
+
 hypercorn has no hook for its protocols: ``send_bodies_directly`` replaces the name hypercorn's
 ``ProtocolWrapper`` builds HTTP/2 connections from (hypercorn is pinned in constraints.txt; the
 replacement checks that the name it replaces is still hypercorn's ``H2Protocol``).
@@ -20,16 +29,102 @@ replacement checks that the name it replaces is still hypercorn's ``H2Protocol``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+import h2.errors
+import h2.events
 import h2.exceptions
 import hypercorn.protocol as hypercorn_protocol
+from hypercorn.config import Config as HypercornConfig
 from hypercorn.protocol.events import Body, EndBody
 from hypercorn.protocol.events import Event as StreamEvent
 from hypercorn.protocol.h2 import H2Protocol
 from priority.priority import MissingStreamError
 
+from basra.service.metrics import Tally
+
+
+@dataclass
+class StreamBudget:
+    """The HTTP/2 streams open on one port, across its connections: at most ``limit``."""
+
+    limit: int
+    refusals: Tally
+    """Requests reset with REFUSED_STREAM because the budget was spent."""
+    open: int = 0
+
+
+class BudgetedConfig(HypercornConfig):
+    """hypercorn's configuration, carrying the port's stream budget to its protocols."""
+
+    def __init__(self, budget: StreamBudget) -> None:
+        super().__init__()
+        self.stream_budget = budget
+
 
 class DirectH2Protocol(H2Protocol):
-    """hypercorn's HTTP/2 protocol, a body piece written at once when nothing waits before it."""
+    """hypercorn's HTTP/2 protocol, a body piece written at once when nothing waits before it,
+    its streams counted against the port's budget when its configuration carries one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._budget: StreamBudget | None = getattr(self.config, "stream_budget", None)
+        self._counted: set[int] = set()
+        """The streams of this connection counted in the budget."""
+
+    async def _handle_events(self, events: list[h2.events.Event]) -> None:
+        # One event at a time, so that each is judged on the connection as it is then: the
+        # streams a previous event opened or an application task closed meanwhile.
+        budget, streams = self._budget, self.streams
+        for event in events:
+            if isinstance(event, h2.events.DataReceived) and event.stream_id not in streams:
+                self._drop(event)
+            elif isinstance(event, h2.events.RequestReceived) and budget is not None:
+                if budget.open < budget.limit:
+                    await super()._handle_events([event])
+                else:
+                    self.connection.reset_stream(
+                        event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM
+                    )
+                    budget.refusals.inc()
+            else:
+                await super()._handle_events([event])
+        await self._flush()
+
+    def _drop(self, event: h2.events.DataReceived) -> None:
+        """Acknowledge, and otherwise ignore, data for a stream hypercorn no longer holds (or
+        never held): one refused past the budget, or one whose response already ended before
+        its request did (hypercorn would fail the whole connection on a KeyError). The data
+        still counts in the connection's flow-control window, which the acknowledgement
+        restores."""
+        self.connection.acknowledge_received_data(
+            event.flow_controlled_length or 0, event.stream_id
+        )
+
+    async def _create_stream(self, request: h2.events.RequestReceived) -> None:
+        try:
+            await super()._create_stream(request)
+        finally:
+            self._count(request.stream_id)
+
+    async def _close_stream(self, stream_id: int) -> None:
+        try:
+            await super()._close_stream(stream_id)
+        finally:
+            self._count(stream_id)
+
+    def _count(self, stream_id: int | None) -> None:
+        """Count ``stream_id`` against the budget while hypercorn holds it in ``streams``."""
+        budget, counted, streams = self._budget, self._counted, self.streams
+        if budget is None or stream_id is None:
+            return
+        if stream_id in streams and stream_id not in counted:
+            counted.add(stream_id)
+            budget.open += 1
+        elif stream_id not in streams and stream_id in counted:
+            counted.discard(stream_id)
+            budget.open -= 1
 
     async def stream_send(self, event: StreamEvent) -> None:
         direct = type(event) in (Body, EndBody)

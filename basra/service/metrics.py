@@ -172,6 +172,7 @@ class Metrics:
     watch_matches: Gauge
     watch_reconnects: Counter
     record_cache: Tally
+    http_streams_refused: Tally
     request_timeouts: Tally
     store_full: Gauge
     store_full_writes: Tally
@@ -295,6 +296,12 @@ class Metrics:
                 "basra_store_full_writes",
                 "Store calls refused because the store is out of memory, by operation",
                 ["operation"],
+                registry=registry,
+            ),
+            http_streams_refused=Tally(
+                "basra_http_streams_refused",
+                "HTTP/2 streams the HTTP port reset unprocessed (REFUSED_STREAM): its stream "
+                "budget was spent",
                 registry=registry,
             ),
             request_timeouts=Tally(

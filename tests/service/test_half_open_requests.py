@@ -5,20 +5,38 @@ many arrive. The full-size attack (250 connections x 100 streams) is in ``make b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from pyqwest import HTTPVersion, SyncClient, SyncHTTPTransport
 
 from basra.client.match import Rejection
 from basra.v1 import basra_service_pb2 as pb
-from tests.halfopen import Attack, half_open, rss_bytes
+from basra.v1.basra_service_connect import BasraServiceClientSync
+from tests.halfopen import (
+    ACK,
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    GOAWAY,
+    HEADERS,
+    PREFACE,
+    SETTINGS,
+    Attack,
+    frame,
+    half_open,
+    request_headers,
+    rss_bytes,
+)
 from tests.service.conftest import rpc_error
 from tests.support import ServerThread, embedded_serve, free_port, wait_until
 
@@ -28,19 +46,24 @@ MAX_GROWTH = 100 * 2**20
 
 
 @pytest.fixture
-def server_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    port = free_port()
+def server_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+    """A server process (call limit 300, request deadline 1 s); its gRPC and HTTP ports."""
+    port, http_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_")}
     log = (tmp_path / "serve.log").open("wb")
     process = subprocess.Popen(
-        embedded_serve(port, "--request-timeout-seconds", "1", "--max-concurrent-rpcs", "300"),
+        embedded_serve(
+            port,
+            *("--request-timeout-seconds", "1", "--max-concurrent-rpcs", "300"),
+            *("--http-listen", f"127.0.0.1:{http_port}"),
+        ),
         stdout=log,
         stderr=log,
         env=env,
     )
     try:
         assert_serving(port)
-        yield process, port
+        yield process, port, http_port
     finally:
         process.kill()
         process.wait()
@@ -56,14 +79,14 @@ def assert_serving(port: int) -> None:
         assert status.status == health_pb2.HealthCheckResponse.SERVING
 
 
-async def wave(port: int, pid: int) -> tuple[Attack, int]:
+async def wave(port: int, pid: int, connections: int, streams: int) -> tuple[Attack, int]:
     """One attack: hold the streams until the server has ended every one; the peak RSS seen."""
     attack, stop = Attack(), asyncio.Event()
-    task = asyncio.ensure_future(half_open("127.0.0.1", port, CONNECTIONS, STREAMS, stop, attack))
+    task = asyncio.ensure_future(half_open("127.0.0.1", port, connections, streams, stop, attack))
     peak = rss_bytes(pid)
     deadline = time.monotonic() + 60
     try:
-        while not (attack.opened == CONNECTIONS * STREAMS and attack.answered == attack.opened):
+        while not (attack.opened == connections * streams and attack.answered == attack.opened):
             if time.monotonic() > deadline:
                 break  # reported by the caller's assertion
             await asyncio.sleep(0.05)
@@ -74,22 +97,35 @@ async def wave(port: int, pid: int) -> tuple[Attack, int]:
     return attack, peak
 
 
+@pytest.mark.parametrize(
+    ("port_kind", "connections", "waves"),
+    [
+        ("grpc", CONNECTIONS, WAVES),
+        # 10,000 streams a wave: unbudgeted, hypercorn's ~20 KB a stream took the server 200 MB
+        # past its start (http_h2.StreamBudget); the budget (300 + 100 streams) keeps it small.
+        ("http", 100, 2),
+    ],
+)
 def test_half_open_requests_are_ended_and_memory_stays_bounded(
-    server_process: tuple[subprocess.Popen[bytes], int],
+    server_process: tuple[subprocess.Popen[bytes], int, int],
+    port_kind: str,
+    connections: int,
+    waves: int,
 ) -> None:
-    process, port = server_process
+    process, grpc_port, http_port = server_process
+    port = http_port if port_kind == "http" else grpc_port
     base = rss_bytes(process.pid)
     peaks = []
-    for _ in range(WAVES):
-        attack, peak = asyncio.run(wave(port, process.pid))
-        assert attack.opened == CONNECTIONS * STREAMS
+    for _ in range(waves):
+        attack, peak = asyncio.run(wave(port, process.pid, connections, STREAMS))
+        assert attack.opened == connections * STREAMS
         # Each call is ended: past the call limit at once, the others at the request deadline.
         assert attack.answered == attack.opened, "half-open calls the server still holds"
         peaks.append(peak)
     growth = max(peaks) - base
     assert growth < MAX_GROWTH, f"RSS grew {growth >> 20} MiB: {[p >> 20 for p in peaks]}"
     assert process.poll() is None
-    assert_serving(port)
+    assert_serving(grpc_port)
 
 
 def test_a_request_that_does_not_arrive_in_time_is_request_timeout(
@@ -181,7 +217,7 @@ def test_a_watch_request_that_does_not_arrive_in_time_is_request_timeout(
     assert server.server.metrics.request_timeouts.value == 1
 
 
-@pytest.mark.parametrize("limit", [1000])
+@pytest.mark.parametrize("limit", [40, 1000])
 def test_half_open_requests_on_the_http_port_are_ended(
     start_server: Callable[..., ServerThread], limit: int
 ) -> None:
@@ -208,3 +244,119 @@ def test_half_open_requests_on_the_http_port_are_ended(
     http = server.server.http
     assert http is not None
     wait_until(lambda: http.app.connect.calls == 0)
+
+
+def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """Past its stream budget (the call limit and one connection's streams) the HTTP port resets
+    a request with REFUSED_STREAM before building anything for it; the budget is whole again
+    once the streams end, and the port serves on."""
+    server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=10, max_concurrent_streams=25)
+    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    http = server.server.http
+    assert http is not None
+    assert http.config.stream_budget.limit == 35
+
+    async def attack() -> Attack:
+        attack, stop = Attack(), asyncio.Event()
+        task = asyncio.ensure_future(half_open(host, int(port), 4, 25, stop, attack))
+        started = time.monotonic()
+        while time.monotonic() - started < 30 and not (
+            attack.opened == 100 and attack.answered == attack.opened
+        ):
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+        return attack
+
+    result = asyncio.run(attack())
+    assert (result.opened, result.answered) == (100, 100)
+    # At most 35 streams were ever built; the others were refused (some of the 35 may have
+    # ended, and made room, before every request arrived).
+    assert result.refused >= 1
+    assert server.server.metrics.http_streams_refused.value == result.refused
+    wait_until(lambda: http.config.stream_budget.open == 0)
+    assert http.app.connect.calls == 0
+    transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
+    try:
+        client = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
+        assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
+    finally:
+        transport.close()
+
+
+@pytest.mark.parametrize("content_type", ["application/proto", "application/grpc"])
+def test_data_after_a_response_that_ended_early_leaves_the_connection_serving(
+    start_server: Callable[..., ServerThread], content_type: str
+) -> None:
+    """A call past the HTTP port's limit is answered before its request has arrived; the rest of
+    that request, arriving afterwards, is acknowledged and ignored. Before, a Connect call's
+    stream (its response has no trailers, so HTTP/2 keeps it open for the request) had its data
+    looked up by hypercorn after the stream was gone: a KeyError that dropped the whole connection
+    with every other call on it (the half-open flood showed it as calls never answered)."""
+    server = start_server(request_timeout_s=30, max_concurrent_rpcs=1)
+    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    headers = request_headers(f"{host}:{port}", "/basra.v1.BasraService/GetMatch", content_type)
+    http = server.server.http
+    assert http is not None
+    budget = http.config.stream_budget
+
+    async def exchange() -> tuple[bool, bool]:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            # Stream 1 takes the one call; stream 3, past the limit, is answered at once.
+            writer.write(PREFACE + frame(SETTINGS, 0, 0))
+            for stream in (1, 3):
+                writer.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
+            answered_early = await read_until(reader, writer, ends(3))
+            # Once hypercorn has let go of stream 3 (only stream 1 counts in the budget),
+            while budget.open != 1:
+                await asyncio.sleep(0.01)
+            # the rest of stream 3's request arrives; then a whole new request on stream 5,
+            # answered (past the limit too) only if the connection still serves.
+            writer.write(frame(DATA, END_STREAM, 3, b"\x00") + b"\x00")
+            writer.write(frame(HEADERS, END_HEADERS, 5, headers) + headers)
+            writer.write(frame(DATA, END_STREAM, 5))
+            return answered_early, await read_until(reader, writer, ends(5))
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    answered_early, served_on = asyncio.run(asyncio.wait_for(exchange(), 30))
+    assert answered_early
+    assert served_on
+    assert server.server.metrics.http_streams_refused.value == 0
+
+
+def ends(stream: int) -> Callable[[int, int, int], bool]:
+    """Whether a frame ends ``stream`` (its response's last HEADERS or DATA)."""
+
+    def wanted(kind: int, flags: int, on: int) -> bool:
+        return on == stream and kind in (HEADERS, DATA) and bool(flags & END_STREAM)
+
+    return wanted
+
+
+async def read_until(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    wanted: Callable[[int, int, int], bool],
+) -> bool:
+    """Read frames (acknowledging settings) until one that is ``wanted`` (given its type,
+    flags and stream): True; False when the server closes the connection."""
+    try:
+        while True:
+            head = await reader.readexactly(9)
+            length, kind, flags = int.from_bytes(head[:3], "big"), head[3], head[4]
+            on = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+            await reader.readexactly(length)
+            if kind == SETTINGS and not flags & ACK:
+                writer.write(frame(SETTINGS, ACK, 0))
+            elif kind == GOAWAY:
+                return False
+            elif wanted(kind, flags, on):
+                return True
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return False
