@@ -85,33 +85,41 @@ def hardening_figures(connections: int = 250, streams: int = 100) -> dict[str, f
         finally:
             redis_process.stop()
 
-    port = free_port()
-    target = f"127.0.0.1:{port}"
+    figures.update(flood_figures("grpc", connections, streams))
+    figures.update(flood_figures("http", connections, streams))
+    return figures
+
+
+def flood_figures(port_kind: str, connections: int, streams: int) -> dict[str, float]:
+    """The flood against a fresh embedded-store server's gRPC or HTTP port (default limits);
+    the HTTP port's figures are named ``halfopen_http_*``."""
+    grpc_target = f"127.0.0.1:{free_port()}"
+    http_port = free_port()
     command = [
-        *serve_command(target, "redis://unused")[:2],
-        *("--store", "embedded", "--listen", target, "--metrics-port", "off"),
+        *serve_command(grpc_target, "redis://unused")[:2],
+        *("--store", "embedded", "--listen", grpc_target, "--metrics-port", "off"),
+        *("--http-listen", f"127.0.0.1:{http_port}" if port_kind == "http" else "off"),
         *("--log-level", "ERROR"),
     ]
-    with process(command, target) as server:
+    port = http_port if port_kind == "http" else int(grpc_target.rsplit(":", 1)[1])
+    with process(command, grpc_target) as server:
         time.sleep(1)  # let start-up allocations settle before the baseline
         base = rss_bytes(server.pid)
         attack, peak, took = asyncio.run(flood(port, server.pid, connections, streams))
         after = rss_bytes(server.pid)
     print(
-        f"half-open flood, {connections} connections x {streams} streams (default limits): "
-        f"RSS {base / 2**20:.0f} MiB -> peak {peak / 2**20:.0f} MiB, {after / 2**20:.0f} MiB "
-        f"after; {attack.answered:,} of {attack.opened:,} streams ended by the server in "
-        f"{took:.1f} s"
+        f"half-open flood on the {port_kind} port, {connections} connections x {streams} "
+        f"streams (default limits): RSS {base / 2**20:.0f} MiB -> peak {peak / 2**20:.0f} MiB, "
+        f"{after / 2**20:.0f} MiB after; {attack.answered:,} of {attack.opened:,} streams ended "
+        f"by the server in {took:.1f} s"
     )
-    figures.update(
-        {
-            "halfopen_streams": float(attack.opened),
-            "halfopen_streams_ended": float(attack.answered),
-            "halfopen_base_rss_mib": round(base / 2**20, 1),
-            "halfopen_peak_rss_mib": round(peak / 2**20, 1),
-        }
-    )
-    return figures
+    prefix = "halfopen_http" if port_kind == "http" else "halfopen"
+    return {
+        f"{prefix}_streams": float(attack.opened),
+        f"{prefix}_streams_ended": float(attack.answered),
+        f"{prefix}_base_rss_mib": round(base / 2**20, 1),
+        f"{prefix}_peak_rss_mib": round(peak / 2**20, 1),
+    }
 
 
 if __name__ == "__main__":
