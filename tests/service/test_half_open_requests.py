@@ -217,6 +217,21 @@ def test_a_watch_request_that_does_not_arrive_in_time_is_request_timeout(
     assert server.server.metrics.request_timeouts.value == 1
 
 
+async def hundred_half_open(host: str, port: int) -> Attack:
+    """4 connections x 25 half-open requests, held until the server has ended all 100 (or for
+    30 s)."""
+    attack, stop = Attack(), asyncio.Event()
+    task = asyncio.ensure_future(half_open(host, port, 4, 25, stop, attack))
+    started = time.monotonic()
+    while time.monotonic() - started < 30 and not (
+        attack.opened == 100 and attack.answered == attack.opened
+    ):
+        await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    return attack
+
+
 @pytest.mark.parametrize("limit", [40, 1000])
 def test_half_open_requests_on_the_http_port_are_ended(
     start_server: Callable[..., ServerThread], limit: int
@@ -226,19 +241,7 @@ def test_half_open_requests_on_the_http_port_are_ended(
     server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=limit)
     host, port = server.http_url[len("http://") :].rsplit(":", 1)
 
-    async def attack() -> Attack:
-        attack, stop = Attack(), asyncio.Event()
-        task = asyncio.ensure_future(half_open(host, int(port), 4, 25, stop, attack))
-        started = time.monotonic()
-        while time.monotonic() - started < 30 and not (
-            attack.opened == 100 and attack.answered == attack.opened
-        ):
-            await asyncio.sleep(0.05)
-        stop.set()
-        await task
-        return attack
-
-    result = asyncio.run(attack())
+    result = asyncio.run(hundred_half_open(host, int(port)))
     assert (result.opened, result.answered) == (100, 100)
     # Every call ended counts no more: the port's budget is whole again.
     http = server.server.http
@@ -258,19 +261,7 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
     assert http is not None
     assert http.config.stream_budget.limit == 35
 
-    async def attack() -> Attack:
-        attack, stop = Attack(), asyncio.Event()
-        task = asyncio.ensure_future(half_open(host, int(port), 4, 25, stop, attack))
-        started = time.monotonic()
-        while time.monotonic() - started < 30 and not (
-            attack.opened == 100 and attack.answered == attack.opened
-        ):
-            await asyncio.sleep(0.05)
-        stop.set()
-        await task
-        return attack
-
-    result = asyncio.run(attack())
+    result = asyncio.run(hundred_half_open(host, int(port)))
     assert (result.opened, result.answered) == (100, 100)
     # At most 35 streams were ever built; the others were refused (some of the 35 may have
     # ended, and made room, before every request arrived).
