@@ -192,6 +192,9 @@ def test_a_match_from_before_revocation_keeps_its_watch_tokens_until_revoked(
         wait_until(lambda: stream.has(2), what="the stream gets the next play")
     finally:
         stream.close()
+    # A play rewrites the record: the salt-less tokens' hashes are carried into it.
+    assert client.stub.GetMatch(match, metadata=bearer(old_tokens[0])).view.version == 2
+    assert [watch_token(client, seat) for seat in (0, 1)] == old_tokens
     revoked = client.stub.RevokeWatchTokens(
         pb.RevokeWatchTokensRequest(match_id=client.match_id), metadata=client.metadata(0)
     )
