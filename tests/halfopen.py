@@ -23,6 +23,13 @@ def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
     return struct.pack(">I", len(payload))[1:] + bytes((kind, flags)) + struct.pack(">I", stream)
 
 
+async def read_frame(reader: asyncio.StreamReader) -> tuple[int, int, int, bytes]:
+    """The next frame from the server: its type, flags, stream and payload."""
+    head = await reader.readexactly(9)
+    payload = await reader.readexactly(int.from_bytes(head[:3], "big"))
+    return head[3], head[4], int.from_bytes(head[5:9], "big") & 0x7FFFFFFF, payload
+
+
 def _literal(name: str, value: str) -> bytes:
     """An HPACK literal header field without indexing, new name, no Huffman coding."""
     out = b"\x00"
@@ -81,11 +88,7 @@ async def _connection(
 
     async def read() -> None:
         while True:
-            head = await reader.readexactly(9)
-            length = int.from_bytes(head[:3], "big")
-            kind, flags = head[3], head[4]
-            stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
-            payload = await reader.readexactly(length)
+            kind, flags, stream, payload = await read_frame(reader)
             if kind == SETTINGS and not flags & ACK:
                 writer.write(frame(SETTINGS, ACK, 0))
             elif kind == PING and not flags & ACK:

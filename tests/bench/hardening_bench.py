@@ -93,15 +93,15 @@ def hardening_figures(connections: int = 250, streams: int = 100) -> dict[str, f
 def flood_figures(port_kind: str, connections: int, streams: int) -> dict[str, float]:
     """The flood against a fresh embedded-store server's gRPC or HTTP port (default limits);
     the HTTP port's figures are named ``halfopen_http_*``."""
-    grpc_target = f"127.0.0.1:{free_port()}"
-    http_port = free_port()
+    grpc_port, http_port = free_port(), free_port()
+    grpc_target = f"127.0.0.1:{grpc_port}"
     command = [
         *serve_command(grpc_target, "redis://unused")[:2],
         *("--store", "embedded", "--listen", grpc_target, "--metrics-port", "off"),
         *("--http-listen", f"127.0.0.1:{http_port}" if port_kind == "http" else "off"),
         *("--log-level", "ERROR"),
     ]
-    port = http_port if port_kind == "http" else int(grpc_target.rsplit(":", 1)[1])
+    port = http_port if port_kind == "http" else grpc_port
     with process(command, grpc_target) as server:
         time.sleep(1)  # let start-up allocations settle before the baseline
         base = rss_bytes(server.pid)

@@ -34,6 +34,7 @@ from tests.halfopen import (
     Attack,
     frame,
     half_open,
+    read_frame,
     request_headers,
     rss_bytes,
 )
@@ -339,10 +340,7 @@ async def read_until(
     flags and stream): True; False when the server closes the connection."""
     try:
         while True:
-            head = await reader.readexactly(9)
-            length, kind, flags = int.from_bytes(head[:3], "big"), head[3], head[4]
-            on = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
-            await reader.readexactly(length)
+            kind, flags, on, _ = await read_frame(reader)
             if kind == SETTINGS and not flags & ACK:
                 writer.write(frame(SETTINGS, ACK, 0))
             elif kind == GOAWAY:
