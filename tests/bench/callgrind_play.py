@@ -11,6 +11,7 @@ with the same calls (64 matches in flight over 4 channels, as ``make bench``). S
 callgrind runs a program about 50 times slower), so not part of ``make bench``.
 
     python -m tests.bench.callgrind_play [--plays-per-match 25]
+    python -m tests.bench.callgrind_play --connect-only   # Connect calls against gRPC calls
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import grpc
 
 from tests.bench.service_bench import (
+    Calls,
+    ConnectCalls,
+    GrpcCalls,
     Match,
     bare_command,
     create_matches,
@@ -72,13 +76,21 @@ def callgrind_control(flag: str, pid: int) -> None:
     subprocess.run(["callgrind_control", flag, str(pid)], check=True, capture_output=True)
 
 
-def counted(pid: int, target: str, matches: Sequence[Match], out: Path, measured: int) -> float:
-    """Instructions per call of ``measured`` steps of every match, after the warm-up."""
+def counted(
+    pid: int,
+    target: str,
+    matches: Sequence[Match],
+    out: Path,
+    measured: int,
+    connect: Callable[[str], Calls] = GrpcCalls,
+) -> float:
+    """Instructions per call of ``measured`` steps of every match, after the warm-up, made
+    through ``connect``'s connections (gRPC channels by default)."""
     warm = [replace(m, steps=m.steps[:WARM_UP_STEPS]) for m in matches]
     steps = [replace(m, steps=m.steps[WARM_UP_STEPS : WARM_UP_STEPS + measured]) for m in matches]
-    asyncio.run(drive([target], warm, 4, 3600))
+    asyncio.run(drive([target], warm, 4, 3600, connect=connect))
     callgrind_control("-z", pid)
-    result = asyncio.run(drive([target], steps, 4, 3600))
+    result = asyncio.run(drive([target], steps, 4, 3600, connect=connect))
     dumps = set(out.parent.glob(f"{out.name}*"))
     callgrind_control("-d", pid)
     (dump,) = set(out.parent.glob(f"{out.name}*")) - dumps
@@ -97,6 +109,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--plays-per-match", type=int, default=25, help="measured calls per match")
     parser.add_argument("--matches", type=int, default=64)
+    parser.add_argument(
+        "--connect-only",
+        action="store_true",
+        help="count only the service's Connect calls on its HTTP port (uvloop), against its "
+        "gRPC calls in the same process",
+    )
     args = parser.parse_args()
     assert shutil.which("valgrind"), "valgrind is needed"
     assert shutil.which("callgrind_control"), "valgrind's callgrind_control is needed"
@@ -107,6 +125,9 @@ def main() -> None:
         redis_process.start()
         client = redis_process.client()
         try:
+            if args.connect_only:
+                connect_figures(redis_process, seeds, Path(tmp), args.plays_per_match)
+                return
             for loop in ("asyncio", "uvloop"):
                 client.flushall()
                 target = f"127.0.0.1:{free_port()}"
@@ -141,6 +162,27 @@ def main() -> None:
         f"per call: service / bare, both on asyncio's loop: {service / baseline:.2f}x; service on "
         f"uvloop / bare on asyncio's loop: {figures['service_uvloop'] / baseline:.2f}x; both on "
         f"uvloop: {figures['service_uvloop'] / figures['bare_uvloop']:.2f}x"
+    )
+
+
+def connect_figures(
+    redis_process: RedisProcess, seeds: Sequence[int], tmp: Path, plays: int
+) -> None:
+    """The service on uvloop, one process: instructions per gRPC call, then per Connect call
+    (binary, the bench's connectrpc client over 4 HTTP/2 connections) of other matches."""
+    target, http = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    serve = serve_command(target, redis_process.url, ["--event-loop", "uvloop"], http_listen=http)
+    out = tmp / "service-connect"
+    with under_callgrind(python_command(serve[1:]), target, out) as pid:
+        grpc_matches = asyncio.run(create_matches(target, seeds))
+        connect_matches = asyncio.run(create_matches(target, [s + len(seeds) for s in seeds]))
+        grpc_call = counted(pid, target, grpc_matches, out, plays)
+        connect_call = counted(
+            pid, target, connect_matches, out, plays, lambda _: ConnectCalls(f"http://{http}")
+        )
+    print(
+        f"service on uvloop: gRPC {grpc_call / 1e6:.3f} M, Connect {connect_call / 1e6:.3f} M "
+        f"instructions per call ({connect_call / grpc_call:.2f}x)"
     )
 
 
