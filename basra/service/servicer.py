@@ -708,7 +708,16 @@ class Servicer:
                 entry=entry,
                 finished=after.winner is not None,
             )
-            applied, current = await self._store.commit_or_current(match_id, commit)
+            # This replica's streams of the match get the entry from here (watch.py).
+            local = self._watchers.committing(match_id)
+            try:
+                applied, current = await self._store.commit_or_current(match_id, commit)
+            except BaseException:
+                if local is not None:
+                    self._watchers.committed(match_id, local, None)
+                raise
+            if local is not None:
+                self._watchers.committed(match_id, local, entry if applied else None)
             if applied:
                 self._states.put(after_bytes, after)
                 self._records.put(commit.record)

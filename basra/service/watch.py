@@ -28,6 +28,14 @@ reports it per stream): its ``WatchStream`` (slots), its place in the match's ``
 nothing it has already sent. Responses are built per batch and dropped once yielded (a protobuf
 message costs about 0.6 to 1 KiB), and the streams of a match wait on one shared future of the
 match, not one each.
+
+A change this replica commits reaches its streams here without a store read: the servicer
+announces the commit to ``Watchers`` before awaiting it (``committing``) and hands over the
+committed entry once the store took it (``committed``). The feed still reports the change; the
+reader, seeing a report of a match with a commit of this replica in flight, waits for that commit
+to finish, then reads only the matches whose reported version is still unknown. Without the
+wait, Redis's report (published inside the commit script) usually arrives before the commit's own
+reply and the reader would read what the servicer is about to hand over.
 """
 
 from __future__ import annotations
@@ -344,6 +352,8 @@ class Watchers:
         self._reader: asyncio.Task[None] | None = None
         self._reconnects = metrics.watch_reconnects
         self._tasks: set[asyncio.Task[None]] = set()
+        self._committing: dict[str, list[asyncio.Future[None]]] = {}
+        """Per followed match, the commits of this replica in flight (see the docstring)."""
 
     def open(
         self, match_id: str, seat: int | None, after_version: int, access: bytes | None = None
@@ -352,6 +362,34 @@ class Watchers:
         spectator, whose watch token is valid under the watch salt ``access``). The caller
         iterates ``responses()`` and calls ``leave()`` when the client goes."""
         return WatchStream(self, match_id, seat, after_version, access)
+
+    def committing(self, match_id: str) -> asyncio.Future[None] | None:
+        """Announce a commit of ``match_id`` about to be sent: None when no stream of this
+        replica follows the match, else what to hand to ``committed`` once it is answered."""
+        if match_id not in self._matches:
+            return None
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._committing.setdefault(match_id, []).append(done)
+        return done
+
+    def committed(
+        self, match_id: str, done: asyncio.Future[None], entry: EventEntry | None
+    ) -> None:
+        """The commit announced as ``done`` is answered: ``entry`` the version it committed,
+        None when it did not commit (a lost race, a failure). Wakes the match's streams with
+        the entry when they follow a known version (else they read the store as before)."""
+        waiting = self._committing.get(match_id)
+        if waiting is not None:
+            with contextlib.suppress(ValueError):
+                waiting.remove(done)
+            if not waiting:
+                del self._committing[match_id]
+        if not done.done():
+            done.set_result(None)
+        followed = self._matches.get(match_id)
+        if entry is not None and followed is not None and followed.latest and not followed.gone:
+            followed.remember((entry,))
+            followed.wake()
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -410,12 +448,20 @@ class Watchers:
     async def _read(self, feed: ChangeFeed) -> None:
         """The shared reader: read each changed match once, then wake its streams."""
         unread: dict[str, int] = {}
+        reported: dict[str, int] = {}
+        """Per match in ``unread``, the highest version the feed reported (0: unknown)."""
         recheck: set[str] = set()
         failures = 0
         while True:
             if not unread and not recheck:
                 for change in await feed.changes():
                     self._note(change, unread, recheck)
+                    if change.match_id in unread:
+                        before = reported.get(change.match_id)
+                        unknown = before == 0 or not change.version
+                        reported[change.match_id] = (
+                            0 if unknown else max(before or 0, change.version)
+                        )
                 continue
             if recheck:
                 checks, recheck = recheck, set()
@@ -438,7 +484,15 @@ class Watchers:
                             followed.wake()
                 if not unread:
                     continue
-            reads, unread = unread, {}
+            reads, unread, versions, reported = unread, {}, reported, {}
+            local = [d for m in reads for d in self._committing.get(m, ())]
+            if local:
+                # Commits of this replica that the feed reported first: they hand over their
+                # entries when answered (bounded by the store's deadline).
+                await asyncio.wait(local)
+                reads = {m: v for m, v in reads.items() if not self._known(m, versions.get(m, 0))}
+                if not reads:
+                    continue
             try:
                 pages = await self.store.events_many(reads)
             except Exception as exc:
@@ -457,6 +511,11 @@ class Watchers:
                 else:
                     followed.remember(page.entries)
                 followed.wake()
+
+    def _known(self, match_id: str, version: int) -> bool:
+        """Whether the streams of ``match_id`` already know ``version`` (0: never)."""
+        followed = self._matches.get(match_id)
+        return followed is None or (version != 0 and version <= followed.latest)
 
     def _note(self, change: Change, unread: dict[str, int], recheck: set[str]) -> None:
         followed = self._matches.get(change.match_id)

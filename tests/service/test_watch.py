@@ -122,6 +122,27 @@ def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
     direct.close()
 
 
+def test_plays_on_the_streams_replica_reach_them_without_a_store_read(
+    shipped: ServerThread, crowd: Crowd
+) -> None:
+    """A change this replica committed is handed to its own streams (watch.py, ``committed``):
+    before, every play also cost the shared reader a read of the match's new events, because
+    Redis's report of it (published inside the commit script) arrived before the commit's
+    reply, and the reader now waits for such a commit before reading. Exactness is the other
+    tests' concern; here, no events read at all (300 matches playing at once: without the
+    reader's wait, some runs read once)."""
+    crowd.create(300)
+    crowd.watch()
+    crowd.wait(lambda: len(crowd.got(1)) + len(crowd.failed()) == 600, what="first events")
+    assert [s.error for s in crowd.failed()][:3] == []
+    reads = shipped.server.metrics.store_latency.labels("events")
+    before = sum(reads.counts)
+    crowd.play_everywhere()
+    crowd.wait(lambda: len(crowd.got(2)) + len(crowd.failed()) == 600, what="every stream")
+    assert [s.error for s in crowd.failed()][:3] == []
+    assert sum(reads.counts) == before
+
+
 def collect(
     client: MatchClient, seat: int, after_version: int, token: str | None = None
 ) -> StreamReader:
