@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from h2.utilities import CONNECTION_HEADERS
+
 _BAD_NAME = re.compile(rb"[\x00-\x20A-Z\x7f-\xff]|.:")
 """A name character outside RFC 9113's (controls, space, upper case, DEL and above), or a colon
 after the first character."""
@@ -23,9 +25,6 @@ after the first character."""
 _BAD_VALUE = re.compile(rb"[\x00\n\r]|^[ \t]|[ \t]$")
 """A NUL, LF or CR, or white space at either end of a value."""
 
-_CONNECTION_FIELDS = frozenset(
-    (b"connection", b"proxy-connection", b"keep-alive", b"transfer-encoding", b"upgrade")
-)
 _PSEUDO_FIELDS = frozenset(
     (b":method", b":scheme", b":authority", b":path", b":status", b":protocol")
 )
@@ -63,7 +62,7 @@ def malformed(fields: Iterable[tuple[bytes, bytes]], trailers: bool = False) -> 
         regular = True
         if name == b"te" and value.lower() != b"trailers":
             return "te other than trailers"
-        if name in _CONNECTION_FIELDS:
+        if name in CONNECTION_HEADERS:
             return f"connection-specific field {name!r}"
         if name == b"host" and not trailers:
             if host is not None:

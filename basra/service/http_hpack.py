@@ -73,6 +73,14 @@ _REMEMBERED_VALUES = frozenset(
 _huffman_decoded: dict[bytes, bytes] = {}
 
 
+def _remember(cache: dict[Any, bytes], key: Any, value: bytes) -> bytes:
+    """Keep ``value`` under ``key`` in a cache of at most ``_CACHE_LIMIT`` entries; answer it."""
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _integer(data: bytes, index: int, mask: int) -> tuple[int, int]:
     """The integer at ``data[index]`` (its prefix ``mask``, 2**N - 1) and the index after it."""
     try:
@@ -111,10 +119,7 @@ def _string(data: bytes, index: int, remember: bool) -> tuple[bytes, int]:
         return decode_huffman(raw), end
     decoded = _huffman_decoded.get(raw)
     if decoded is None:
-        decoded = decode_huffman(raw)
-        if len(_huffman_decoded) >= _CACHE_LIMIT:
-            _huffman_decoded.clear()
-        _huffman_decoded[raw] = decoded
+        decoded = _remember(_huffman_decoded, raw, decode_huffman(raw))
     return decoded, end
 
 
@@ -216,9 +221,7 @@ class LeanEncoder(hpack.Encoder):
             if encoded is None:
                 encoded = self._field(name, value, False, huffman)
                 if len(name) + len(value) <= _CACHED_LENGTH:
-                    if len(_encoded_fields) >= _CACHE_LIMIT:
-                        _encoded_fields.clear()
-                    _encoded_fields[key] = encoded
+                    _remember(_encoded_fields, key, encoded)
             block.append(encoded)
         return b"".join(block)
 

@@ -710,14 +710,12 @@ class Servicer:
             )
             # This replica's streams of the match get the entry from here (watch.py).
             local = self._watchers.committing(match_id)
+            applied = False
             try:
                 applied, current = await self._store.commit_or_current(match_id, commit)
-            except BaseException:
+            finally:
                 if local is not None:
-                    self._watchers.committed(match_id, local, None)
-                raise
-            if local is not None:
-                self._watchers.committed(match_id, local, entry if applied else None)
+                    self._watchers.committed(match_id, local, entry if applied else None)
             if applied:
                 self._states.put(after_bytes, after)
                 self._records.put(commit.record)

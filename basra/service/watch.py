@@ -378,14 +378,11 @@ class Watchers:
         """The commit announced as ``done`` is answered: ``entry`` the version it committed,
         None when it did not commit (a lost race, a failure). Wakes the match's streams with
         the entry when they follow a known version (else they read the store as before)."""
-        waiting = self._committing.get(match_id)
-        if waiting is not None:
-            with contextlib.suppress(ValueError):
-                waiting.remove(done)
-            if not waiting:
-                del self._committing[match_id]
-        if not done.done():
-            done.set_result(None)
+        waiting = self._committing[match_id]
+        waiting.remove(done)
+        if not waiting:
+            del self._committing[match_id]
+        done.set_result(None)
         followed = self._matches.get(match_id)
         if entry is not None and followed is not None and followed.latest and not followed.gone:
             followed.remember((entry,))
@@ -455,13 +452,7 @@ class Watchers:
         while True:
             if not unread and not recheck:
                 for change in await feed.changes():
-                    self._note(change, unread, recheck)
-                    if change.match_id in unread:
-                        before = reported.get(change.match_id)
-                        unknown = before == 0 or not change.version
-                        reported[change.match_id] = (
-                            0 if unknown else max(before or 0, change.version)
-                        )
+                    self._note(change, unread, reported, recheck)
                 continue
             if recheck:
                 checks, recheck = recheck, set()
@@ -517,7 +508,13 @@ class Watchers:
         followed = self._matches.get(match_id)
         return followed is None or (version != 0 and version <= followed.latest)
 
-    def _note(self, change: Change, unread: dict[str, int], recheck: set[str]) -> None:
+    def _note(
+        self,
+        change: Change,
+        unread: dict[str, int],
+        reported: dict[str, int],
+        recheck: set[str],
+    ) -> None:
         followed = self._matches.get(change.match_id)
         if followed is None:
             return
@@ -533,6 +530,10 @@ class Watchers:
             followed.wake()
             return
         unread[change.match_id] = followed.latest
+        # The highest version reported since (0, a report of no version: always read).
+        before = reported.get(change.match_id)
+        unknown = before == 0 or not change.version
+        reported[change.match_id] = 0 if unknown else max(before or 0, change.version)
 
 
 async def _pause(exc: Exception, failures: int, message: str) -> int:
