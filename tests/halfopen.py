@@ -74,10 +74,11 @@ async def _connection(
     path: str,
     attack: Attack,
     stop: asyncio.Event,
+    content_type: str,
 ) -> None:
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(PREFACE + frame(SETTINGS, 0, 0))
-    headers = request_headers(f"{host}:{port}", path)
+    headers = request_headers(f"{host}:{port}", path, content_type)
     # A gRPC message is a 5-byte prefix (compressed flag, length) then the body: one byte of it.
     for n in range(streams):
         stream = 2 * n + 1
@@ -127,10 +128,14 @@ async def half_open(
     stop: asyncio.Event,
     attack: Attack,
     path: str = "/basra.v1.BasraService/GetMatch",
+    content_type: str = "application/grpc",
 ) -> None:
     """Open ``connections`` x ``streams`` half-open requests and hold them until ``stop``."""
     await asyncio.gather(
-        *(_connection(i, host, port, streams, path, attack, stop) for i in range(connections)),
+        *(
+            _connection(i, host, port, streams, path, attack, stop, content_type)
+            for i in range(connections)
+        ),
         return_exceptions=True,
     )
 

@@ -28,6 +28,9 @@ malformed request or trailers reset with PROTOCOL_ERROR, the connection serving 
 16 % of the instructions of a Connect call (``python -m tests.bench.callgrind_play
 --connect-only``).
 
+When a connection closes, its streams' buffers are closed with it (hypercorn left them open, and
+an application answering a stream of a closed connection waited for ever to write).
+
 hypercorn has no hook for its protocols: ``send_bodies_directly`` replaces the name hypercorn's
 ``ProtocolWrapper`` builds HTTP/2 connections from (hypercorn is pinned in constraints.txt; the
 replacement checks that the name it replaces is still hypercorn's ``H2Protocol``).
@@ -43,6 +46,7 @@ import h2.events
 import h2.exceptions
 import hypercorn.protocol as hypercorn_protocol
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.events import Closed, Event
 from hypercorn.protocol.events import Body, EndBody
 from hypercorn.protocol.events import Event as StreamEvent
 from hypercorn.protocol.h2 import H2Protocol
@@ -84,6 +88,16 @@ class DirectH2Protocol(H2Protocol):
         self._budget: StreamBudget | None = getattr(self.config, "stream_budget", None)
         self._counted: set[int] = set()
         """The streams of this connection counted in the budget."""
+
+    async def handle(self, event: Event) -> None:
+        await super().handle(event)
+        if isinstance(event, Closed):
+            # hypercorn's send task ends with the connection, and nothing else empties a
+            # stream's buffer: an application still answering would wait in ``drain`` for ever,
+            # its call held, and hypercorn with it (it waits for its applications before it lets
+            # a connection go). A half-open request whose client left was held so, for good.
+            for buffer in list(self.stream_buffers.values()):
+                await buffer.close()
 
     async def _handle_events(self, events: list[h2.events.Event]) -> None:
         # One event at a time, so that each is judged on the connection as it is then: the

@@ -278,6 +278,44 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
         transport.close()
 
 
+@pytest.mark.parametrize(
+    "content_type", ["application/grpc", "application/grpc-web+proto", "application/proto"]
+)
+def test_half_open_requests_of_a_client_that_left_are_let_go(
+    start_server: Callable[..., ServerThread], content_type: str
+) -> None:
+    """A client that leaves with its requests half sent frees their calls at once, not at the
+    request deadline. Before, hypercorn kept the answer to each (its connection gone) waiting
+    to be written for ever: every such call held its memory and its place in the call limit for
+    good, and 12,000 of them shut the HTTP port."""
+    server = start_server(request_timeout_s=60, max_concurrent_rpcs=100)
+    http = server.server.http
+    assert http is not None
+    connect = http.app.connect
+    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    attack, stop = Attack(), asyncio.Event()
+
+    async def leave() -> None:
+        async def stop_once_held() -> None:
+            while connect.calls < 40:
+                await asyncio.sleep(0.01)
+            stop.set()
+
+        path = "/basra.v1.BasraService/GetMatch"
+        await asyncio.wait_for(
+            asyncio.gather(
+                half_open(host, int(port), 2, 20, stop, attack, path, content_type),
+                stop_once_held(),
+            ),
+            timeout=30,
+        )
+
+    asyncio.run(leave())
+    assert (attack.opened, attack.connections_closed) == (40, 2)
+    wait_until(lambda: connect.calls == 0, timeout=10)
+    wait_until(lambda: http.config.stream_budget.open == 0, timeout=10)
+
+
 @pytest.mark.parametrize("content_type", ["application/proto", "application/grpc"])
 def test_data_after_a_response_that_ended_early_leaves_the_connection_serving(
     start_server: Callable[..., ServerThread], content_type: str
