@@ -18,7 +18,7 @@ from google.protobuf.message import DecodeError, Message
 
 from basra.service import auth
 from basra.service.errors import ServiceError
-from basra.service.limits import RequestDeadline
+from basra.service.limits import RequestDeadline, refuse
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -72,15 +72,22 @@ def _caller(context: Context, ended: asyncio.Future[None]) -> Caller:
 def _unary(
     core: Servicer, method: str, deadline: RequestDeadline
 ) -> Callable[[AsyncIterator[Any], Context], Any]:
+    calls = deadline.calls
+
     async def call(requests: AsyncIterator[Any], context: Context) -> Any:
-        request = await deadline.first(context)
-        # grpc.aio cancels a unary handler whose client left: nothing waits on ``ended``.
-        caller = _caller(context, asyncio.get_running_loop().create_future())
+        if calls.full:
+            await refuse(context)
+        calls.grpc += 1
         try:
+            request = await deadline.first(context)
+            # grpc.aio cancels a unary handler whose client left: nothing waits on ``ended``.
+            caller = _caller(context, asyncio.get_running_loop().create_future())
             return await core.handle(method, request, caller)
         except ServiceError as error:
             await context.abort(error.code, error.message, error.trailing_metadata())
             raise  # abort raises; this keeps type checkers informed
+        finally:
+            calls.grpc -= 1
 
     return call
 
@@ -97,29 +104,38 @@ def _streaming(
     tenth of that, and a coroutine handler spares the async generator gRPC would otherwise
     iterate for the stream's whole life, which also kept the last message sent."""
 
+    calls = deadline.calls
+
     async def call(requests: AsyncIterator[Any], context: Context) -> None:
-        request = await deadline.first(context)
-        # The call's end is this coroutine's end: gRPC cancels the handler's task when the
-        # client leaves (or the server stops), which raises here. Not
-        # context.add_done_callback: gRPC keeps the callback, bound to the context, in the
-        # call's own state (a reference cycle per stream, freed only by a full collection,
-        # never while frozen: basra.service.gc_policy).
-        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        responses = core.handle_stream(method, request, _caller(context, ended))
-        # Not kept while the stream is open: a parsed message holds its own protobuf arena,
-        # about half a KiB per idle stream (measured), and the core took what it needs.
-        del request
+        if calls.full:
+            await refuse(context)
+        calls.grpc += 1
+        responses = None
         try:
+            request = await deadline.first(context)
+            # The call's end is this coroutine's end: gRPC cancels the handler's task when the
+            # client leaves (or the server stops), which raises here. Not
+            # context.add_done_callback: gRPC keeps the callback, bound to the context, in the
+            # call's own state (a reference cycle per stream, freed only by a full collection,
+            # never while frozen: basra.service.gc_policy).
+            ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            responses = core.handle_stream(method, request, _caller(context, ended))
+            # Not kept while the stream is open: a parsed message holds its own protobuf
+            # arena, about half a KiB per idle stream (measured), and the core took what it
+            # needs.
+            del request
             async for response in responses:
                 await context.write(response.SerializeToString())
                 del response  # not kept while the stream waits for the next one
         except ServiceError as error:
             await context.abort(error.code, error.message, error.trailing_metadata())
         finally:
-            _settle(ended)
-            # Closed here when a write failed (gRPC no longer iterates it, as it did a
-            # generator handler); a no-op once the responses ended or raised.
-            await responses.aclose()
+            calls.grpc -= 1
+            if responses is not None:
+                _settle(ended)
+                # Closed here when a write failed (gRPC no longer iterates it, as it did a
+                # generator handler); a no-op once the responses ended or raised.
+                await responses.aclose()
 
     return call
 

@@ -51,7 +51,7 @@ from basra.service.config import Settings
 from basra.service.errors import ServiceError
 from basra.service.http_h2 import BudgetedConfig, StreamBudget, send_bodies_directly
 from basra.service.http_socket import coalesce_writes
-from basra.service.limits import RequestDeadline
+from basra.service.limits import TOO_MANY_CALLS, CallLimit, RequestDeadline
 from basra.service.metrics import Metrics
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
@@ -223,12 +223,10 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         core: Servicer,
         max_message_bytes: int,
         deadline: RequestDeadline,
-        max_calls: int,
     ) -> None:
-        self.calls = 0
-        """Calls being served (open streams included): at most ``max_calls``."""
         self._deadline = deadline
-        self._max_calls = max_calls
+        self._calls = deadline.calls
+        """The process's calls, this port's among them (open streams included)."""
         self.streams: set[asyncio.Future[None]] = set()
         """The end of every open streaming call."""
         super().__init__(
@@ -250,21 +248,27 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         }
 
     @property
+    def calls(self) -> CallLimit:
+        """The process's calls, this port's among them."""
+        return self._calls
+
+    @property
     def path(self) -> str:
         return "/" + SERVICE.full_name
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve an RPC call: at most ``max_calls`` at once on this port (beyond, the call fails
-        RESOURCE_EXHAUSTED at once, as the gRPC port answers past its limit), its request body
+        """Serve an RPC call: at most the process's call limit at once on both ports (beyond, the
+        call fails RESOURCE_EXHAUSTED at once, as the gRPC port answers), its request body
         within the request deadline (else DEADLINE_EXCEEDED / REQUEST_TIMEOUT): half-open
         requests, headers and a byte of a body then nothing, are bounded here in number and
         time as on the gRPC port (``basra.service.limits``). The body is read first (every RPC
         takes one request message, so a client sends its whole body at once), then replayed to
         the fast path or to connectrpc, which see the messages the server delivered."""
-        if self.calls >= self._max_calls:
+        calls = self._calls
+        if calls.full:
             await self(scope, _refusing(_too_many_calls()), send)
             return
-        self.calls += 1
+        calls.http += 1
         try:
             try:
                 messages = await self._deadline.within(
@@ -277,7 +281,7 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
             if not await self.serve_unary(scope, replay, send):
                 await self(scope, replay, send)
         finally:
-            self.calls -= 1
+            calls.http -= 1
 
     async def serve_unary(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve ``scope`` if it is a plain Connect unary call (a POST of a unary RPC, binary or
@@ -382,7 +386,7 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
 def _too_many_calls() -> ConnectError:
     """What the gRPC port answers past its limit (gRPC's own message, no details): a new error
     each time, as one raised again and again would keep every raise's traceback."""
-    return ConnectError(Code.RESOURCE_EXHAUSTED, "Concurrent RPC limit exceeded")
+    return ConnectError(Code.RESOURCE_EXHAUSTED, TOO_MANY_CALLS)
 
 
 _ENVELOPE_BYTES: Final = 5
@@ -640,9 +644,7 @@ def build_app(
     """The HTTP port's application over ``core``."""
     web_root = Path(settings.web_root) if settings.web_root else DEFAULT_WEB_ROOT
     return HttpApp(
-        connect=ConnectApp(
-            core, settings.max_message_bytes, deadline, settings.max_concurrent_rpcs
-        ),
+        connect=ConnectApp(core, settings.max_message_bytes, deadline),
         readiness=readiness,
         cors_origins=frozenset(settings.cors_origins),
         web_root=web_root.resolve() if web_root.is_dir() else None,
@@ -689,11 +691,13 @@ class HttpServer:
 async def start_http(app: HttpApp, settings: Settings, metrics: Metrics) -> HttpServer:
     """Listen on ``settings.http_listen`` and serve ``app``; returns once listening."""
     assert settings.http_listen is not None
-    # The port's HTTP/2 streams, whatever their path: the calls it serves, one connection's
-    # worth more (answered RESOURCE_EXHAUSTED by ConnectApp), then REFUSED_STREAM (http_h2.py).
+    # The port's HTTP/2 streams, whatever their path: the calls the process serves less the
+    # gRPC port's, one connection's worth more (answered RESOURCE_EXHAUSTED by ConnectApp), then
+    # REFUSED_STREAM (http_h2.py).
     budget = StreamBudget(
         settings.max_concurrent_rpcs + settings.max_concurrent_streams,
         refusals=metrics.http_streams_refused,
+        calls=app.connect.calls,
     )
     config = BudgetedConfig(budget)
     config.bind = [settings.http_listen]

@@ -54,17 +54,25 @@ from priority.priority import MissingStreamError
 
 from basra.service.http_fields import malformed
 from basra.service.http_hpack import use_lean_hpack
+from basra.service.limits import CallLimit
 from basra.service.metrics import Tally
 
 
 @dataclass
 class StreamBudget:
-    """The HTTP/2 streams open on one port, across its connections: at most ``limit``."""
+    """The HTTP/2 streams open on one port, across its connections: at most ``limit``, less the
+    calls the process's gRPC port holds when ``calls`` is given (they spend the same memory)."""
 
     limit: int
     refusals: Tally
     """Requests reset with REFUSED_STREAM because the budget was spent."""
+    calls: CallLimit | None = None
     open: int = 0
+
+    @property
+    def spent(self) -> bool:
+        calls = self.calls
+        return self.open + (calls.grpc if calls is not None else 0) >= self.limit
 
 
 class BudgetedConfig(HypercornConfig):
@@ -115,7 +123,7 @@ class DirectH2Protocol(H2Protocol):
                 self.connection.reset_stream(event.stream_id, protocol_error)
                 await self._close_stream(event.stream_id)
             elif isinstance(event, h2.events.RequestReceived) and budget is not None:
-                if budget.open < budget.limit:
+                if not budget.spent:
                     await super()._handle_events([event])
                 else:
                     self.connection.reset_stream(

@@ -4,9 +4,10 @@ A gRPC call exists as soon as its headers arrive; a unary handler then waits, fo
 client likes, for the request message. A client that sends headers and one byte of a message on
 thousands of streams holds thousands of calls (about 23 KB each, measured) and never sends the
 rest. ``RequestDeadline`` gives every call ``timeout_s`` for its request message to arrive, and
-the server's ``maximum_concurrent_rpcs`` bounds how many calls exist at once (see
-``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection. The HTTP
-port bounds its calls the same way (``basra.service.http.ConnectApp.serve``). The gRPC
+the server's ``maximum_concurrent_rpcs`` bounds how many calls exist at once on the gRPC port (see
+``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection.
+``CallLimit`` bounds the calls of both ports together, so that a flood on both at once holds no
+more than one on either (the HTTP port's calls: ``basra.service.http.ConnectApp.serve``). The gRPC
 transport registers its server-streaming handlers (WatchMatch) as request streams that wait for
 their first message with ``RequestDeadline.first`` themselves (``grpc_transport.register``): the
 same deadline, without a wrapper per call around a stream that may stay open for hours.
@@ -16,21 +17,55 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, NoReturn, TypeAlias, TypeVar
 
 import grpc
 
 from basra.service.errors import ServiceError
 
 REASON: Final = "REQUEST_TIMEOUT"
+TOO_MANY_CALLS: Final = "Concurrent RPC limit exceeded"
+"""The status message of a call refused past the limit (as gRPC's own limit words it)."""
 T = TypeVar("T")
 _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]  # not in grpc-stubs
 """What ``context.read()`` answers once the client has sent all it will."""
 
 Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 Continuation: TypeAlias = Callable[[grpc.HandlerCallDetails], Awaitable[Handler]]
+
+
+class CallLimit:
+    """The calls one process serves at once on both its ports, open streams included: at most
+    ``limit``; past it a new call fails RESOURCE_EXHAUSTED at once.
+
+    gRPC's ``maximum_concurrent_rpcs`` bounds the gRPC port alone (and also counts calls this
+    process has accepted but not yet started); this counts the calls each port's handlers hold,
+    so that a flood of half-open requests on both ports at once holds no more calls, and so no
+    more memory, than one on either (the HTTP port also refuses its HTTP/2 streams past the
+    budget this leaves it: ``basra.service.http_h2``).
+    """
+
+    __slots__ = ("grpc", "http", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.grpc = 0
+        """Calls held by the gRPC port's handlers."""
+        self.http = 0
+        """Calls held by the HTTP port's application."""
+
+    @property
+    def full(self) -> bool:
+        return self.grpc + self.http >= self.limit
+
+
+async def refuse(context: Any) -> NoReturn:
+    """End a gRPC call RESOURCE_EXHAUSTED because the process's calls are at their limit."""
+    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_MANY_CALLS)
+    raise AssertionError("abort raises")  # pragma: no cover
 
 
 class _Waiting:
@@ -57,9 +92,17 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     by Python comparisons, until its time (15 s) comes.
     """
 
-    def __init__(self, timeout_s: float, on_timeout: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        timeout_s: float,
+        on_timeout: Callable[[], None] = lambda: None,
+        calls: CallLimit | None = None,
+    ) -> None:
         self._timeout_s = timeout_s
         self._on_timeout = on_timeout
+        self.calls = calls if calls is not None else CallLimit(sys.maxsize)
+        """The process's calls, which every call this serves counts in while it runs (the HTTP
+        port's application and the gRPC transport count theirs in the same)."""
         # Oldest first; the deadlines grow in that order (one timeout for all).
         self._waiting: deque[_Waiting] = deque()
         self._timer: asyncio.TimerHandle | None = None
@@ -70,12 +113,18 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_streaming:
             return handler
-        first = self.first
+        first, calls = self.first, self.calls
         if not handler.response_streaming:
             unary: Any = handler.unary_unary
 
             async def one_response(requests: AsyncIterator[Any], context: Any) -> Any:
-                return await unary(await first(context), context)
+                if calls.full:
+                    await refuse(context)
+                calls.grpc += 1
+                try:
+                    return await unary(await first(context), context)
+                finally:
+                    calls.grpc -= 1
 
             return grpc.stream_unary_rpc_method_handler(
                 one_response, handler.request_deserializer, handler.response_serializer
@@ -90,8 +139,14 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             return handler
 
         async def responses(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
-            async for response in streaming(await first(context), context):
-                yield response
+            if calls.full:
+                await refuse(context)
+            calls.grpc += 1
+            try:
+                async for response in streaming(await first(context), context):
+                    yield response
+            finally:
+                calls.grpc -= 1
 
         return grpc.stream_stream_rpc_method_handler(
             responses, handler.request_deserializer, handler.response_serializer

@@ -29,7 +29,7 @@ from basra.service.config import EVENT_LOOPS, Settings, flag_name
 from basra.service.gc_policy import GcPolicy, PauseTimer
 from basra.service.grpc_transport import register
 from basra.service.http import HttpServer, Readiness, build_app, start_http
-from basra.service.limits import RequestDeadline
+from basra.service.limits import CallLimit, RequestDeadline
 from basra.service.metrics import InstrumentedStore, Metrics
 from basra.service.servicer import Servicer
 from basra.service.store import Store, StoreFullError, StoreUnavailableError
@@ -254,7 +254,12 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     metrics = Metrics.create()
     instrumented = InstrumentedStore(store or open_store(settings), metrics)
     options = grpc_options(settings)
-    deadline = RequestDeadline(settings.request_timeout_s, metrics.request_timeouts.inc)
+    deadline = RequestDeadline(
+        settings.request_timeout_s,
+        metrics.request_timeouts.inc,
+        # Both ports' calls together (grpc's maximum_concurrent_rpcs bounds the gRPC port's).
+        CallLimit(settings.max_concurrent_rpcs),
+    )
     server = grpc.aio.server(
         options=options,
         # Half-open requests (headers and part of a message, then nothing) each hold a call:

@@ -42,14 +42,19 @@ async def finished_match(target: str) -> tuple[str, int]:
         return created.match_id, len(steps) + 1
 
 
-async def flood(port: int, pid: int, connections: int, streams: int) -> tuple[Attack, int, float]:
-    """Hold the half-open streams until the server has ended every one (or 60 s); returns the
-    attack, the peak RSS seen and the seconds until every stream was ended."""
+async def flood(
+    ports: list[int], pid: int, connections: int, streams: int
+) -> tuple[Attack, int, float]:
+    """Hold the half-open streams on every port at once until the server has ended every one
+    (or 60 s); returns the attack, the peak RSS seen and the seconds until every stream was
+    ended."""
     attack, stop = Attack(), asyncio.Event()
-    task = asyncio.ensure_future(half_open("127.0.0.1", port, connections, streams, stop, attack))
+    task = asyncio.gather(
+        *(half_open("127.0.0.1", port, connections, streams, stop, attack) for port in ports)
+    )
     peak, started = rss_bytes(pid), time.monotonic()
     while time.monotonic() - started < 60 and not (
-        attack.opened == connections * streams and attack.answered == attack.opened
+        attack.opened == len(ports) * connections * streams and attack.answered == attack.opened
     ):
         await asyncio.sleep(0.1)
         peak = max(peak, rss_bytes(pid))
@@ -87,33 +92,36 @@ def hardening_figures(connections: int = 250, streams: int = 100) -> dict[str, f
 
     figures.update(flood_figures("grpc", connections, streams))
     figures.update(flood_figures("http", connections, streams))
+    figures.update(flood_figures("both", connections, streams))
     return figures
 
 
 def flood_figures(port_kind: str, connections: int, streams: int) -> dict[str, float]:
-    """The flood against a fresh embedded-store server's gRPC or HTTP port (default limits);
-    the HTTP port's figures are named ``halfopen_http_*``."""
+    """The flood against a fresh embedded-store server's gRPC or HTTP port, or both at once
+    (``connections`` x ``streams`` on each; default limits); the HTTP port's figures are named
+    ``halfopen_http_*``, both ports' ``halfopen_both_*``."""
     grpc_port, http_port = free_port(), free_port()
     grpc_target = f"127.0.0.1:{grpc_port}"
     command = [
         *serve_command(grpc_target, "redis://unused")[:2],
         *("--store", "embedded", "--listen", grpc_target, "--metrics-port", "off"),
-        *("--http-listen", f"127.0.0.1:{http_port}" if port_kind == "http" else "off"),
+        *("--http-listen", "off" if port_kind == "grpc" else f"127.0.0.1:{http_port}"),
         *("--log-level", "ERROR"),
     ]
-    port = http_port if port_kind == "http" else grpc_port
+    ports = {"grpc": [grpc_port], "http": [http_port], "both": [grpc_port, http_port]}[port_kind]
     with process(command, grpc_target) as server:
         time.sleep(1)  # let start-up allocations settle before the baseline
         base = rss_bytes(server.pid)
-        attack, peak, took = asyncio.run(flood(port, server.pid, connections, streams))
+        attack, peak, took = asyncio.run(flood(ports, server.pid, connections, streams))
         after = rss_bytes(server.pid)
+    where = "both ports" if port_kind == "both" else f"the {port_kind} port"
     print(
-        f"half-open flood on the {port_kind} port, {connections} connections x {streams} "
-        f"streams (default limits): RSS {base / 2**20:.0f} MiB -> peak {peak / 2**20:.0f} MiB, "
+        f"half-open flood on {where}, {connections} connections x {streams} streams each "
+        f"(default limits): RSS {base / 2**20:.0f} MiB -> peak {peak / 2**20:.0f} MiB, "
         f"{after / 2**20:.0f} MiB after; {attack.answered:,} of {attack.opened:,} streams ended "
         f"by the server in {took:.1f} s"
     )
-    prefix = "halfopen_http" if port_kind == "http" else "halfopen"
+    prefix = "halfopen" if port_kind == "grpc" else f"halfopen_{port_kind}"
     return {
         f"{prefix}_streams": float(attack.opened),
         f"{prefix}_streams_ended": float(attack.answered),

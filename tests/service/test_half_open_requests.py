@@ -16,11 +16,17 @@ from pathlib import Path
 
 import grpc
 import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from pyqwest import HTTPVersion, SyncClient, SyncHTTPTransport
 
 from basra.client.match import Rejection
+from basra.service.http_h2 import StreamBudget
+from basra.service.limits import CallLimit
+from basra.service.metrics import Metrics
 from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc as pb_grpc
 from basra.v1.basra_service_connect import BasraServiceClientSync
 from tests.halfopen import (
     ACK,
@@ -247,7 +253,7 @@ def test_half_open_requests_on_the_http_port_are_ended(
     # Every call ended counts no more: the port's budget is whole again.
     http = server.server.http
     assert http is not None
-    wait_until(lambda: http.app.connect.calls == 0)
+    wait_until(lambda: http.app.connect.calls.http == 0)
 
 
 def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
@@ -269,11 +275,76 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
     assert result.refused >= 1
     assert server.server.metrics.http_streams_refused.value == result.refused
     wait_until(lambda: http.config.stream_budget.open == 0)
-    assert http.app.connect.calls == 0
+    assert http.app.connect.calls.http == 0
     transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
     try:
         client = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
         assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
+    finally:
+        transport.close()
+
+
+@contextlib.contextmanager
+def holding(host: str, port: int, connections: int, streams: int) -> Iterator[Attack]:
+    """Half-open requests held from another thread until the block ends."""
+    attack, ready = Attack(), threading.Event()
+    stop: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    async def hold() -> None:
+        event = asyncio.Event()
+        stop.append((asyncio.get_running_loop(), event))
+        ready.set()
+        await half_open(host, port, connections, streams, event, attack)
+
+    thread = threading.Thread(target=asyncio.run, args=(hold(),))
+    thread.start()
+    try:
+        assert ready.wait(10)
+        yield attack
+    finally:
+        loop, event = stop[0]
+        loop.call_soon_threadsafe(event.set)
+        thread.join(30)
+
+
+def test_the_call_limit_holds_across_both_ports(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """The call limit is the process's, not each port's: calls held on one port leave the other
+    only what remains (before, each port had a limit of its own, and a flood on both held twice
+    the calls and twice the memory)."""
+    server = start_server(request_timeout_s=20, max_concurrent_rpcs=40)
+    http = server.server.http
+    assert http is not None
+    calls = http.app.connect.calls
+    host, http_port = server.http_url[len("http://") :].rsplit(":", 1)
+    stub = pb_grpc.BasraServiceStub(server.channel)
+    transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
+    connect = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
+
+    def deal_over_grpc() -> object:
+        return stub.Deal(pb.DealRequest(request_id=str(uuid.uuid4())), timeout=10)
+
+    def deal_over_connect() -> object:
+        return connect.deal(pb.DealRequest(request_id=str(uuid.uuid4())))
+
+    try:
+        with holding(host, int(http_port), 2, 20):
+            wait_until(lambda: calls.http == 40)
+            error = rpc_error(deal_over_grpc)
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert error.details() == "Concurrent RPC limit exceeded"
+        wait_until(lambda: calls.http == 0)
+        assert deal_over_grpc()
+
+        with holding("127.0.0.1", server.port, 2, 20):
+            wait_until(lambda: calls.grpc == 40)
+            with pytest.raises(ConnectError) as refused:
+                deal_over_connect()
+            assert refused.value.code == Code.RESOURCE_EXHAUSTED
+            assert calls.http == 0
+        wait_until(lambda: calls.grpc == 0)
+        assert deal_over_connect()
     finally:
         transport.close()
 
@@ -287,17 +358,17 @@ def test_half_open_requests_of_a_client_that_left_are_let_go(
     """A client that leaves with its requests half sent frees their calls at once, not at the
     request deadline. Before, hypercorn kept the answer to each (its connection gone) waiting
     to be written for ever: every such call held its memory and its place in the call limit for
-    good, and 12,000 of them shut the HTTP port."""
+    good, and 12,000 of them shut the HTTP port, then both ports."""
     server = start_server(request_timeout_s=60, max_concurrent_rpcs=100)
     http = server.server.http
     assert http is not None
-    connect = http.app.connect
+    calls = http.app.connect.calls
     host, port = server.http_url[len("http://") :].rsplit(":", 1)
     attack, stop = Attack(), asyncio.Event()
 
     async def leave() -> None:
         async def stop_once_held() -> None:
-            while connect.calls < 40:
+            while calls.http < 40:
                 await asyncio.sleep(0.01)
             stop.set()
 
@@ -312,8 +383,25 @@ def test_half_open_requests_of_a_client_that_left_are_let_go(
 
     asyncio.run(leave())
     assert (attack.opened, attack.connections_closed) == (40, 2)
-    wait_until(lambda: connect.calls == 0, timeout=10)
+    wait_until(lambda: calls.http == 0, timeout=10)
     wait_until(lambda: http.config.stream_budget.open == 0, timeout=10)
+
+
+def test_the_http_ports_stream_budget_leaves_out_the_grpc_ports_calls() -> None:
+    """The HTTP/2 streams the HTTP port builds spend the memory the gRPC port's calls do: its
+    budget (the call limit and one connection's streams) is what the gRPC port leaves."""
+    calls = CallLimit(40)
+    budget = StreamBudget(65, Metrics.create().http_streams_refused, calls)
+    budget.open = 25
+    assert not budget.spent
+    calls.grpc = 39
+    assert not budget.spent
+    calls.grpc = 40
+    assert budget.spent
+    calls.http = 40  # the HTTP port's own calls are among its streams, not counted twice
+    assert budget.spent
+    budget.open = 24
+    assert not budget.spent
 
 
 @pytest.mark.parametrize("content_type", ["application/proto", "application/grpc"])
