@@ -21,7 +21,10 @@ every way), so nothing is expected there; as a bound on whatever does leak, once
 objects number twice what they did after the last thaw (and at least ``2 * young_limit``),
 ``GcPolicy`` thaws: it unfreezes them, collects everything once (a pause CPython would have taken
 at a quarter's growth, not a doubling) and freezes the survivors again, counting the garbage the
-freezing had held (``basra_gc_frozen_garbage_total``). Frozen garbage thus never exceeds the
+freezing had held (``basra_gc_frozen_garbage_total``). That pause walks every object: about half
+a second at 10,000 open streams, which the plays of a whole bench run's matches once waited for.
+So a thaw that is due waits for a quiet second (no call finished since the last check), up to
+twice the doubling, where it comes at once. Frozen garbage thus never exceeds three times the
 live frozen objects of the last thaw.
 """
 
@@ -57,6 +60,10 @@ class GcPolicy:
         """Frozen objects when they were last counted."""
         self._added = 0
         """Objects frozen since they were last counted (some may have died since)."""
+        self._due = False
+        """The frozen objects have doubled: thaw at the first quiet check."""
+        self._finished = metrics.calls_finished()
+        """Calls finished by the last check."""
         # Scraped from this bookkeeping: counting them at every scrape walked every frozen
         # object with the interpreter lock held (about 110 ms at 10,000 open streams, the
         # server's event loop waiting meanwhile).
@@ -75,24 +82,33 @@ class GcPolicy:
 
     def check(self) -> None:
         """Freeze the old generation once it holds ``young_limit`` objects; thaw once the
-        frozen objects have doubled since the last thaw."""
-        if len(gc.get_objects(generation=2)) < self._young_limit:
+        frozen objects have doubled since the last thaw, at the first check with no call
+        finished since the one before, or at once past twice the doubling."""
+        finished = self._metrics.calls_finished()
+        quiet, self._finished = finished == self._finished, finished
+        if self._due and quiet:
+            self.thaw()
             return
-        gc.collect()
-        self._added += len(gc.get_objects(generation=2))  # a full collection's survivors
-        gc.freeze()
-        self._metrics.gc_freezes.inc()
+        if len(gc.get_objects(generation=2)) >= self._young_limit:
+            gc.collect()
+            self._added += len(gc.get_objects(generation=2))  # a full collection's survivors
+            gc.freeze()
+            self._metrics.gc_freezes.inc()
         # Counting the frozen objects walks every one of them (CPython keeps no count): about
         # 50 ms at 10,000 open streams, which once a second paused the loop inside the plays.
         # Counted and added is never fewer than there are, so they are counted only once that
-        # bound passes the doubling, and a thaw comes at the same check as when every freeze
-        # counted them.
-        limit = 2 * max(self._thawed, self._young_limit)
+        # bound passes the doubling (twice that while a thaw is due), and a thaw comes at the
+        # same check as when every freeze counted them.
+        limit = 2 * max(self._thawed, self._young_limit) * (2 if self._due else 1)
         if self._counted + self._added <= limit:
             return
         self._counted, self._added = gc.get_freeze_count(), 0
-        if self._counted > limit:
+        if self._counted <= limit:
+            return
+        if quiet or self._due:
             self.thaw()
+        else:
+            self._due = True
 
     def thaw(self) -> int:
         """Unfreeze, collect everything, freeze the survivors; return the garbage found among
@@ -103,6 +119,7 @@ class GcPolicy:
         gc.freeze()
         self._thawed = self._counted = gc.get_freeze_count()
         self._added = 0
+        self._due = False
         self._metrics.gc_thaws.inc()
         self._metrics.gc_frozen_garbage.inc(found)
         if found:

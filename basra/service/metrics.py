@@ -185,6 +185,10 @@ class Metrics:
     _calls: dict[tuple[str, str], Count] = field(default_factory=dict, repr=False, compare=False)
     _latency: dict[str, Timed] = field(default_factory=dict, repr=False, compare=False)
 
+    def calls_finished(self) -> float:
+        """The calls finished so far, every method and code (``basra_calls_total``)."""
+        return sum(counter.value for counter in self._calls.values())
+
     def observe_call(
         self, method: str, match_id: str, elapsed: float, error: ServiceError | None
     ) -> None:

@@ -257,6 +257,42 @@ def test_the_policy_thaws_once_the_frozen_objects_have_doubled() -> None:
     assert gc.get_freeze_count() >= 2 * base
 
 
+def test_a_thaw_that_is_due_waits_for_a_quiet_second() -> None:
+    """A thaw walks every object (about half a second at 10,000 open streams): due while calls
+    are being served, it waits for a check with no call finished since the one before, and
+    comes at once only past twice the doubling."""
+    gc.collect()
+    gc.freeze()
+    base = gc.get_freeze_count()
+    metrics = Metrics.create()
+    policy = GcPolicy(metrics, young_limit=1000)
+    holder: list[list[int]] = []
+
+    def busy_check() -> None:
+        metrics.observe_call("Play", "m", 0.001, None)
+        policy.check()
+
+    _pile_up(holder, base + base // 2)  # past the doubling
+    busy_check()
+    assert metrics.gc_thaws.value == 0, "thawed while calls were being served"
+    busy_check()
+    assert metrics.gc_thaws.value == 0
+    policy.check()  # a quiet second
+    assert metrics.gc_thaws.value == 1
+
+    # Busy for good: the thaw comes past twice the doubling, not before.
+    thawed = gc.get_freeze_count()
+    _pile_up(holder, thawed + thawed // 2)
+    busy_check()
+    _pile_up(holder, thawed)
+    busy_check()
+    assert metrics.gc_thaws.value == 1
+    _pile_up(holder, thawed + thawed // 2)
+    busy_check()
+    assert metrics.gc_thaws.value == 2
+    holder.clear()
+
+
 def test_objects_frozen_and_dead_since_do_not_bring_a_thaw(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
