@@ -220,6 +220,15 @@ def _pile_up(holder: list[list[int]], objects: int) -> None:
     gc.collect(1)  # the young generations' survivors move to the oldest
 
 
+def _fresh_policy() -> tuple[int, Metrics, GcPolicy]:
+    """Everything alive frozen, then a policy (freezing past 1,000 objects) on new metrics; the
+    frozen objects it starts from."""
+    gc.collect()
+    gc.freeze()
+    metrics = Metrics.create()
+    return gc.get_freeze_count(), metrics, GcPolicy(metrics, young_limit=1000)
+
+
 def test_the_policy_does_not_count_the_frozen_objects_at_every_freeze(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -242,11 +251,7 @@ def test_the_policy_does_not_count_the_frozen_objects_at_every_freeze(
 
 
 def test_the_policy_thaws_once_the_frozen_objects_have_doubled() -> None:
-    gc.collect()
-    gc.freeze()
-    base = gc.get_freeze_count()
-    metrics = Metrics.create()
-    policy = GcPolicy(metrics, young_limit=1000)
+    base, metrics, policy = _fresh_policy()
     holder: list[list[int]] = []
     for _ in range(4):
         _pile_up(holder, base // 3)
@@ -261,11 +266,7 @@ def test_a_thaw_that_is_due_waits_for_a_quiet_second() -> None:
     """A thaw walks every object (about half a second at 10,000 open streams): due while calls
     are being served, it waits for a check with no call finished since the one before, and
     comes at once only past twice the doubling."""
-    gc.collect()
-    gc.freeze()
-    base = gc.get_freeze_count()
-    metrics = Metrics.create()
-    policy = GcPolicy(metrics, young_limit=1000)
+    base, metrics, policy = _fresh_policy()
     holder: list[list[int]] = []
 
     def busy_check() -> None:
@@ -299,11 +300,7 @@ def test_objects_frozen_and_dead_since_do_not_bring_a_thaw(
     """What was frozen and then freed no longer counts: once what was added passes the
     doubling, the policy counts the frozen objects, finds fewer, and counts again only after
     as many more have been added."""
-    gc.collect()
-    gc.freeze()
-    base = gc.get_freeze_count()
-    metrics = Metrics.create()
-    policy = GcPolicy(metrics, young_limit=1000)
+    base, metrics, policy = _fresh_policy()
     counting = _Counting()
     monkeypatch.setattr(gc, "get_freeze_count", counting)
     for _ in range(6):  # twice the base added in all, each third freed after its freeze
