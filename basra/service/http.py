@@ -51,7 +51,7 @@ from basra.service.config import Settings
 from basra.service.errors import ServiceError
 from basra.service.http_h2 import BudgetedConfig, StreamBudget, send_bodies_directly
 from basra.service.http_socket import coalesce_writes
-from basra.service.limits import TOO_MANY_CALLS, CallLimit, RequestDeadline
+from basra.service.limits import TOO_MANY_CALLS, RequestDeadline
 from basra.service.metrics import Metrics
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
@@ -225,7 +225,7 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         deadline: RequestDeadline,
     ) -> None:
         self._deadline = deadline
-        self._calls = deadline.calls
+        self.calls = deadline.calls
         """The process's calls, this port's among them (open streams included)."""
         self.streams: set[asyncio.Future[None]] = set()
         """The end of every open streaming call."""
@@ -248,11 +248,6 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         }
 
     @property
-    def calls(self) -> CallLimit:
-        """The process's calls, this port's among them."""
-        return self._calls
-
-    @property
     def path(self) -> str:
         return "/" + SERVICE.full_name
 
@@ -264,7 +259,7 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         time as on the gRPC port (``basra.service.limits``). The body is read first (every RPC
         takes one request message, so a client sends its whole body at once), then replayed to
         the fast path or to connectrpc, which see the messages the server delivered."""
-        calls = self._calls
+        calls = self.calls
         if calls.full:
             await self(scope, _refusing(_too_many_calls()), send)
             return

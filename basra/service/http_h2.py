@@ -61,18 +61,18 @@ from basra.service.metrics import Tally
 @dataclass
 class StreamBudget:
     """The HTTP/2 streams open on one port, across its connections: at most ``limit``, less the
-    calls the process's gRPC port holds when ``calls`` is given (they spend the same memory)."""
+    calls the process's gRPC port holds (they spend the same memory)."""
 
     limit: int
     refusals: Tally
     """Requests reset with REFUSED_STREAM because the budget was spent."""
-    calls: CallLimit | None = None
+    calls: CallLimit
+    """The process's calls, the gRPC port's among them."""
     open: int = 0
 
     @property
     def spent(self) -> bool:
-        calls = self.calls
-        return self.open + (calls.grpc if calls is not None else 0) >= self.limit
+        return self.open + self.calls.grpc >= self.limit
 
 
 class BudgetedConfig(HypercornConfig):
