@@ -63,7 +63,8 @@ class Attack:
     refused: int = 0
     """Of those, the streams reset unprocessed (RST_STREAM with REFUSED_STREAM)."""
     connections_closed: int = 0
-    ended: set[tuple[int, int]] = field(default_factory=set)
+    ended: set[tuple[int, int, int]] = field(default_factory=set)
+    """The streams ended, by port, connection and stream id (one attack may span ports)."""
 
 
 async def _connection(
@@ -95,10 +96,11 @@ async def _connection(
             elif kind == PING and not flags & ACK:
                 writer.write(frame(PING, ACK, 0, payload) + payload)
             elif (kind == RST_STREAM or (kind == HEADERS and flags & END_STREAM)) and (
+                port,
                 index,
                 stream,
             ) not in attack.ended:
-                attack.ended.add((index, stream))
+                attack.ended.add((port, index, stream))
                 attack.answered += 1
                 if kind == RST_STREAM and int.from_bytes(payload, "big") == REFUSED_STREAM:
                     attack.refused += 1

@@ -46,31 +46,22 @@ async def flood(
     ports: list[int], pid: int, connections: int, streams: int
 ) -> tuple[Attack, int, float]:
     """Hold the half-open streams on every port at once until the server has ended every one
-    (or 60 s); returns the attack (all ports' streams), the peak RSS seen and the seconds until
-    every stream was ended."""
-    attacks, stop = [Attack() for _ in ports], asyncio.Event()
+    (or 60 s); returns the attack, the peak RSS seen and the seconds until every stream was
+    ended."""
+    attack, stop = Attack(), asyncio.Event()
     task = asyncio.gather(
-        *(
-            half_open("127.0.0.1", port, connections, streams, stop, attack)
-            for port, attack in zip(ports, attacks, strict=True)
-        )
+        *(half_open("127.0.0.1", port, connections, streams, stop, attack) for port in ports)
     )
     peak, started = rss_bytes(pid), time.monotonic()
-    while time.monotonic() - started < 60 and not all(
-        attack.opened == connections * streams and attack.answered == attack.opened
-        for attack in attacks
+    while time.monotonic() - started < 60 and not (
+        attack.opened == len(ports) * connections * streams and attack.answered == attack.opened
     ):
         await asyncio.sleep(0.1)
         peak = max(peak, rss_bytes(pid))
     took = time.monotonic() - started
     stop.set()
     await task
-    total = Attack()
-    for attack in attacks:
-        total.opened += attack.opened
-        total.answered += attack.answered
-        total.refused += attack.refused
-    return total, peak, took
+    return attack, peak, took
 
 
 def hardening_figures(connections: int = 250, streams: int = 100) -> dict[str, float]:

@@ -285,7 +285,9 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
 
 
 @contextlib.contextmanager
-def holding(host: str, port: int, connections: int, streams: int) -> Iterator[Attack]:
+def holding(
+    host: str, port: int, connections: int, streams: int, content_type: str = "application/grpc"
+) -> Iterator[Attack]:
     """Half-open requests held from another thread until the block ends."""
     attack, ready = Attack(), threading.Event()
     stop: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
@@ -294,7 +296,8 @@ def holding(host: str, port: int, connections: int, streams: int) -> Iterator[At
         event = asyncio.Event()
         stop.append((asyncio.get_running_loop(), event))
         ready.set()
-        await half_open(host, port, connections, streams, event, attack)
+        path = "/basra.v1.BasraService/GetMatch"
+        await half_open(host, port, connections, streams, event, attack, path, content_type)
 
     thread = threading.Thread(target=asyncio.run, args=(hold(),))
     thread.start()
@@ -364,24 +367,8 @@ def test_half_open_requests_of_a_client_that_left_are_let_go(
     assert http is not None
     calls = http.app.connect.calls
     host, port = server.http_url[len("http://") :].rsplit(":", 1)
-    attack, stop = Attack(), asyncio.Event()
-
-    async def leave() -> None:
-        async def stop_once_held() -> None:
-            while calls.http < 40:
-                await asyncio.sleep(0.01)
-            stop.set()
-
-        path = "/basra.v1.BasraService/GetMatch"
-        await asyncio.wait_for(
-            asyncio.gather(
-                half_open(host, int(port), 2, 20, stop, attack, path, content_type),
-                stop_once_held(),
-            ),
-            timeout=30,
-        )
-
-    asyncio.run(leave())
+    with holding(host, int(port), 2, 20, content_type) as attack:
+        wait_until(lambda: calls.http == 40)
     assert (attack.opened, attack.connections_closed) == (40, 2)
     wait_until(lambda: calls.http == 0, timeout=10)
     wait_until(lambda: http.config.stream_budget.open == 0, timeout=10)
