@@ -17,6 +17,7 @@ PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7
 END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
 REFUSED_STREAM = 0x7
+SETTINGS_INITIAL_WINDOW_SIZE = 0x4
 
 
 def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
@@ -76,9 +77,11 @@ async def _connection(
     attack: Attack,
     stop: asyncio.Event,
     content_type: str,
+    window: int | None,
 ) -> None:
     reader, writer = await asyncio.open_connection(host, port)
-    writer.write(PREFACE + frame(SETTINGS, 0, 0))
+    settings = b"" if window is None else struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, window)
+    writer.write(PREFACE + frame(SETTINGS, 0, 0, settings) + settings)
     headers = request_headers(f"{host}:{port}", path, content_type)
     # A gRPC message is a 5-byte prefix (compressed flag, length) then the body: one byte of it.
     for n in range(streams):
@@ -131,11 +134,14 @@ async def half_open(
     attack: Attack,
     path: str = "/basra.v1.BasraService/GetMatch",
     content_type: str = "application/grpc",
+    window: int | None = None,
 ) -> None:
-    """Open ``connections`` x ``streams`` half-open requests and hold them until ``stop``."""
+    """Open ``connections`` x ``streams`` half-open requests and hold them until ``stop``.
+    ``window``: the flow-control window the client gives each stream of the server's (0: a
+    client that reads nothing of any response body)."""
     await asyncio.gather(
         *(
-            _connection(i, host, port, streams, path, attack, stop, content_type)
+            _connection(i, host, port, streams, path, attack, stop, content_type, window)
             for i in range(connections)
         ),
         return_exceptions=True,
