@@ -268,7 +268,8 @@ class Settings:
     request_timeout_s: float = setting(
         10.0,
         "BASRA_REQUEST_TIMEOUT_SECONDS",
-        "seconds a call's request message may take to arrive after its headers",
+        "seconds a call's request message may take to arrive after its headers (on the HTTP port, "
+        "also how long a piece of a response may wait for the client to take it)",
     )
     create_rate: float = setting(
         50.0,

@@ -49,7 +49,7 @@ from protobuf.wkt import Any as DetailAny
 import basra
 from basra.service.config import Settings
 from basra.service.errors import ServiceError
-from basra.service.http_h2 import BudgetedConfig, StreamBudget, send_bodies_directly
+from basra.service.http_h2 import BudgetedConfig, SendDeadline, StreamBudget, send_bodies_directly
 from basra.service.http_socket import coalesce_writes
 from basra.service.limits import TOO_MANY_CALLS, RequestDeadline
 from basra.service.metrics import Metrics
@@ -694,7 +694,10 @@ async def start_http(app: HttpApp, settings: Settings, metrics: Metrics) -> Http
         refusals=metrics.http_streams_refused,
         calls=app.connect.calls,
     )
-    config = BudgetedConfig(budget)
+    # A response piece the client leaves unread past the request deadline resets its stream.
+    config = BudgetedConfig(
+        budget, SendDeadline(settings.request_timeout_s, metrics.http_streams_stalled)
+    )
     config.bind = [settings.http_listen]
     config.accesslog = None  # never log request lines: their query strings may hold secrets
     config.errorlog = log

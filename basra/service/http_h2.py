@@ -28,6 +28,12 @@ malformed request or trailers reset with PROTOCOL_ERROR, the connection serving 
 16 % of the instructions of a Connect call (``python -m tests.bench.callgrind_play
 --connect-only``).
 
+A piece of a response that waits longer than the request deadline to be written (the client's
+flow-control window left shut, as by a client that reads nothing) has its stream reset with
+CANCEL and its application let go (``SendDeadline``). Before, such a client held its streams,
+answered or not, for as long as it kept its connection: a few connections held the whole
+budget, and the port refused everyone else.
+
 When a connection closes, its streams' buffers are closed with it (hypercorn left them open, and
 an application answering a stream of a closed connection waited for ever to write).
 
@@ -38,6 +44,7 @@ replacement checks that the name it replaces is still hypercorn's ``H2Protocol``
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +54,7 @@ import h2.exceptions
 import hypercorn.protocol as hypercorn_protocol
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, Event
-from hypercorn.protocol.events import Body, EndBody
+from hypercorn.protocol.events import Body, EndBody, Trailers
 from hypercorn.protocol.events import Event as StreamEvent
 from hypercorn.protocol.h2 import H2Protocol
 from priority.priority import MissingStreamError
@@ -75,12 +82,23 @@ class StreamBudget:
         return self.open + self.calls.grpc >= self.limit
 
 
-class BudgetedConfig(HypercornConfig):
-    """hypercorn's configuration, carrying the port's stream budget to its protocols."""
+@dataclass
+class SendDeadline:
+    """How long a piece of a response may wait for the client to take it."""
 
-    def __init__(self, budget: StreamBudget) -> None:
+    seconds: float
+    stalls: Tally
+    """Streams reset because a piece of their response waited longer."""
+
+
+class BudgetedConfig(HypercornConfig):
+    """hypercorn's configuration, carrying the port's stream budget and send deadline to its
+    protocols."""
+
+    def __init__(self, budget: StreamBudget, send_deadline: SendDeadline | None = None) -> None:
         super().__init__()
         self.stream_budget = budget
+        self.send_deadline = send_deadline
 
 
 class DirectH2Protocol(H2Protocol):
@@ -94,6 +112,7 @@ class DirectH2Protocol(H2Protocol):
         # malformed one resets its stream instead of ending the connection.
         self.connection.config.validate_inbound_headers = False
         self._budget: StreamBudget | None = getattr(self.config, "stream_budget", None)
+        self._deadline: SendDeadline | None = getattr(self.config, "send_deadline", None)
         self._counted: set[int] = set()
         """The streams of this connection counted in the budget."""
 
@@ -171,7 +190,16 @@ class DirectH2Protocol(H2Protocol):
     async def stream_send(self, event: StreamEvent) -> None:
         direct = type(event) in (Body, EndBody)
         if not direct or not self._sendable(event.stream_id, len(getattr(event, "data", b""))):
-            await super().stream_send(event)
+            deadline = self._deadline
+            if deadline is None or type(event) not in (Body, EndBody, Trailers):
+                await super().stream_send(event)
+                return
+            # Each waits for the send task to write what the stream has buffered.
+            try:
+                async with asyncio.timeout(deadline.seconds):
+                    await super().stream_send(event)
+            except TimeoutError:
+                await self._stalled(event.stream_id, deadline)
             return
         try:
             if type(event) is Body:
@@ -183,6 +211,18 @@ class DirectH2Protocol(H2Protocol):
                 self.priority.remove_stream(event.stream_id)
         except (KeyError, MissingStreamError, h2.exceptions.ProtocolError):
             return  # the connection closed meanwhile: as hypercorn's own stream_send
+        await self._flush()
+
+    async def _stalled(self, stream_id: int, deadline: SendDeadline) -> None:
+        """Reset a stream whose client took none of its response in time, and let its
+        application go, as hypercorn does when the client resets a stream."""
+        try:
+            self.connection.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
+        except h2.exceptions.ProtocolError:
+            return  # the stream ended meanwhile
+        deadline.stalls.inc()
+        await self._close_stream(stream_id)
+        await self._window_updated(stream_id)  # the send task then lets the stream's buffer go
         await self._flush()
 
     def _sendable(self, stream_id: int, size: int) -> bool:

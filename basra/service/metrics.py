@@ -173,6 +173,7 @@ class Metrics:
     watch_reconnects: Counter
     record_cache: Tally
     http_streams_refused: Tally
+    http_streams_stalled: Tally
     request_timeouts: Tally
     store_full: Gauge
     store_full_writes: Tally
@@ -306,6 +307,12 @@ class Metrics:
                 "basra_http_streams_refused",
                 "HTTP/2 streams the HTTP port reset unprocessed (REFUSED_STREAM): its stream "
                 "budget was spent",
+                registry=registry,
+            ),
+            http_streams_stalled=Tally(
+                "basra_http_streams_stalled",
+                "HTTP/2 streams the HTTP port reset (CANCEL) because a piece of their response "
+                "waited longer than the request deadline for the client to take it",
                 registry=registry,
             ),
             request_timeouts=Tally(

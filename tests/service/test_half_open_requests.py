@@ -262,7 +262,8 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
     """Past its stream budget (the call limit and one connection's streams) the HTTP port resets
     a request with REFUSED_STREAM before building anything for it; the budget is whole again
     once the streams end, and the port serves on."""
-    server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=10, max_concurrent_streams=25)
+    # The request deadline (which also lets go of responses left unread) is past the test.
+    server = start_server(request_timeout_s=60, max_concurrent_rpcs=10, max_concurrent_streams=25)
     host, port = server.http_url[len("http://") :].rsplit(":", 1)
     http = server.server.http
     assert http is not None
@@ -285,6 +286,36 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
     try:
         client = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
         assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
+    finally:
+        transport.close()
+
+
+def test_a_response_left_unread_past_the_request_deadline_is_let_go(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """A client that reads no response body (a flow-control window of 0) has each of its
+    streams reset with CANCEL once a piece of its response has waited the request deadline, and
+    the call let go, while it keeps its connections. Before, it held them, answered or not, for
+    as long as it kept its connections: a few such connections held the HTTP port's whole
+    stream budget, and the port refused every other client."""
+    server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=10, max_concurrent_streams=25)
+    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    http = server.server.http
+    assert http is not None
+    budget, stalls = http.config.stream_budget, server.server.metrics.http_streams_stalled
+    transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
+    try:
+        # 30 streams (the budget is 35): 10 held by the call limit until the request deadline,
+        # 20 answered RESOURCE_EXHAUSTED at once; no response body can be written.
+        with holding(host, int(port), 2, 15, "application/proto", window=0) as attack:
+            wait_until(lambda: attack.opened == 30 and attack.answered == 30)
+            assert attack.refused == 0  # reset with CANCEL, not refused unprocessed
+            assert stalls.value == 30
+            wait_until(lambda: budget.open == 0)
+            assert http.app.connect.calls.http == 0
+            client = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
+            assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
+            assert attack.connections_closed == 0
     finally:
         transport.close()
 
