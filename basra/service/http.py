@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import mimetypes
+import socket
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -656,6 +657,7 @@ class HttpServer:
     port: int
     app: HttpApp
     config: BudgetedConfig
+    sockets: Sockets
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
 
@@ -706,9 +708,14 @@ async def start_http(app: HttpApp, settings: Settings, metrics: Metrics) -> Http
     # hypercorn closes a connection after this many requests, cutting the HTTP/2 streams still
     # in flight on it (clients saw broken pipes under load). Connections live on instead.
     config.keep_alive_max_requests = sys.maxsize
+    # hypercorn listens with a backlog of 100: in a burst of connections (clients reconnecting
+    # at once, or a flood) those past it waited in the kernel unaccepted and were reset after its
+    # SYN-ACK retries (47 of 250 in the two-port flood). The kernel caps this at
+    # net.core.somaxconn, which is what gRPC's port uses.
+    config.backlog = socket.SOMAXCONN
     sockets = _listen(config)
     port = int(sockets.insecure_sockets[0].getsockname()[1])
-    server = HttpServer(port, app, config)
+    server = HttpServer(port, app, config, sockets)
     server._task = asyncio.create_task(_serve(app, config, sockets, server._stopping.wait))
     return server
 
