@@ -64,9 +64,8 @@ class Attack:
     refused: int = 0
     """Of those, the streams reset unprocessed (RST_STREAM with REFUSED_STREAM)."""
     dropped: int = 0
-    """Streams the server let go of by closing their connection before it ended them (hypercorn
-    closes a connection that has shown no request within its keep-alive timeout: 5 s, met when
-    the server is too busy to read the connection's first frames)."""
+    """Streams lost with their connection before the server ended them: it was closed or reset
+    (as the kernel resets a connection left unaccepted past the listen backlog)."""
     connections_closed: int = 0
     ended: set[tuple[int, int, int]] = field(default_factory=set)
     """The streams ended, by port, connection and stream id (one attack may span ports)."""

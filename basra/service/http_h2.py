@@ -214,7 +214,7 @@ class DirectH2Protocol(H2Protocol):
         await self._flush()
 
     async def _stalled(self, stream_id: int, deadline: SendDeadline) -> None:
-        """Reset a stream whose client took none of its response in time, and let its
+        """Reset a stream a piece of whose response waited too long for its client, and let its
         application go, as hypercorn does when the client resets a stream."""
         try:
             self.connection.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)

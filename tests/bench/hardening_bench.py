@@ -120,8 +120,8 @@ def flood_figures(port_kind: str, connections: int, streams: int) -> dict[str, f
         f"half-open flood on {where}, {connections} connections x {streams} streams each "
         f"(default limits): RSS {base / 2**20:.0f} MiB -> peak {peak / 2**20:.0f} MiB, "
         f"{after / 2**20:.0f} MiB after; of {attack.opened:,} streams the server ended "
-        f"{attack.answered:,} and dropped {attack.dropped:,} with their connection (its first "
-        f"frames unread within hypercorn's 5 s keep-alive timeout), in {took:.1f} s"
+        f"{attack.answered:,}, and {attack.dropped:,} were lost with their connection (closed "
+        f"or reset before they were answered), in {took:.1f} s"
     )
     prefix = "halfopen" if port_kind == "grpc" else f"halfopen_{port_kind}"
     return {
