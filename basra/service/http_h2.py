@@ -95,7 +95,7 @@ class BudgetedConfig(HypercornConfig):
     """hypercorn's configuration, carrying the port's stream budget and send deadline to its
     protocols."""
 
-    def __init__(self, budget: StreamBudget, send_deadline: SendDeadline | None = None) -> None:
+    def __init__(self, budget: StreamBudget, send_deadline: SendDeadline) -> None:
         super().__init__()
         self.stream_budget = budget
         self.send_deadline = send_deadline
