@@ -4,13 +4,16 @@ A gRPC call exists as soon as its headers arrive; a unary handler then waits, fo
 client likes, for the request message. A client that sends headers and one byte of a message on
 thousands of streams holds thousands of calls (about 23 KB each, measured) and never sends the
 rest. ``RequestDeadline`` gives every call ``timeout_s`` for its request message to arrive, and
-the server's ``maximum_concurrent_rpcs`` bounds how many calls exist at once on the gRPC port (see
-``server.create_server``); HTTP/2's max_concurrent_streams bounds them per connection.
-``CallLimit`` bounds the calls of both ports together, so that a flood on both at once holds no
-more than one on either (the HTTP port's calls: ``basra.service.http.ConnectApp.serve``). The gRPC
-transport registers its server-streaming handlers (WatchMatch) as request streams that wait for
-their first message with ``RequestDeadline.first`` themselves (``grpc_transport.register``): the
-same deadline, without a wrapper per call around a stream that may stay open for hours.
+``CallLimit`` bounds how many calls exist at once, on both ports together, so that a flood on
+both at once holds no more than one on either (the HTTP port's calls:
+``basra.service.http.ConnectApp.serve``); HTTP/2's max_concurrent_streams bounds them per
+connection. Every handler of the gRPC port is registered already bounded: the transport's own
+(``grpc_transport.register``) wait for their request message with ``RequestDeadline.first`` and
+count themselves, the health and reflection services are wrapped once by
+``RequestDeadline.bound`` (``grpc_transport.register_bounded``). Neither a server interceptor
+nor gRPC's own ``maximum_concurrent_rpcs`` is used: each cost every call a coroutine, and the
+latter an asyncio task and condition, for what these counts already bound (about 1.5 % of a
+Play's server instructions together, by ``tests.bench.callgrind_play``).
 """
 
 from __future__ import annotations
@@ -34,18 +37,23 @@ _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]  # not in grpc-
 """What ``context.read()`` answers once the client has sent all it will."""
 
 Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
-Continuation: TypeAlias = Callable[[grpc.HandlerCallDetails], Awaitable[Handler]]
+
+
+def _is_generator(function: Any) -> bool:
+    """Whether ``function`` (or the function of a bound method) is an async generator."""
+    return inspect.isasyncgenfunction(function) or inspect.isasyncgenfunction(
+        getattr(function, "__func__", None)
+    )
 
 
 class CallLimit:
     """The calls one process serves at once on both its ports, open streams included: at most
     ``limit``; past it a new call fails RESOURCE_EXHAUSTED at once.
 
-    gRPC's ``maximum_concurrent_rpcs`` bounds the gRPC port alone (and also counts calls this
-    process has accepted but not yet started); this counts the calls each port's handlers hold,
-    so that a flood of half-open requests on both ports at once holds no more calls, and so no
-    more memory, than one on either (the HTTP port also refuses its HTTP/2 streams past the
-    budget this leaves it: ``basra.service.http_h2``).
+    It counts the calls each port's handlers hold, every handler of the gRPC port included
+    (see the module docstring), so that a flood of half-open requests on both ports at once
+    holds no more calls, and so no more memory, than one on either (the HTTP port also refuses
+    its HTTP/2 streams past the budget this leaves it: ``basra.service.http_h2``).
     """
 
     __slots__ = ("grpc", "http", "limit")
@@ -80,9 +88,10 @@ class _Waiting:
         self.expired = False
 
 
-class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Serve every single-request method as a request stream whose first message must arrive
-    within ``timeout_s``; past it the call ends DEADLINE_EXCEEDED / REQUEST_TIMEOUT.
+class RequestDeadline:
+    """A single request message must arrive within ``timeout_s`` (``first``, ``within``); past
+    it the call ends DEADLINE_EXCEEDED / REQUEST_TIMEOUT. ``bound`` serves a single-request
+    method as a request stream that waits so.
 
     On the wire a unary request is a stream of one message, so clients see no difference; the
     handler only gains a deadline on the wait gRPC would otherwise leave unbounded.
@@ -107,13 +116,48 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         self._waiting: deque[_Waiting] = deque()
         self._timer: asyncio.TimerHandle | None = None
 
-    async def intercept_service(
-        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
-    ) -> Handler:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
+    def bound(self, handler: Handler) -> Handler:
+        """``handler`` bounded like the service's own calls: counted in the call limit (past it
+        refused RESOURCE_EXHAUSTED at once), and a single request message taken within the
+        deadline (``first``) by a request stream in its place. For the handlers the gRPC
+        transport does not build itself (health, reflection: ``grpc_transport.register_bounded``),
+        wrapped once when registered, not per call."""
         first, calls = self.first, self.calls
+        if handler.request_streaming:
+            behaviour: Any = handler.stream_unary or handler.stream_stream
+
+            async def counted(requests: AsyncIterator[Any], context: Any) -> Any:
+                if calls.full:
+                    await refuse(context)
+                calls.grpc += 1
+                try:
+                    return await behaviour(requests, context)
+                finally:
+                    calls.grpc -= 1
+
+            async def counted_responses(
+                requests: AsyncIterator[Any], context: Any
+            ) -> AsyncIterator[Any]:
+                if calls.full:
+                    await refuse(context)
+                calls.grpc += 1
+                try:
+                    async for response in behaviour(requests, context):
+                        yield response
+                finally:
+                    calls.grpc -= 1
+
+            if not handler.response_streaming:
+                return grpc.stream_unary_rpc_method_handler(
+                    counted, handler.request_deserializer, handler.response_serializer
+                )
+            if _is_generator(behaviour):
+                return grpc.stream_stream_rpc_method_handler(
+                    counted_responses, handler.request_deserializer, handler.response_serializer
+                )
+            return grpc.stream_stream_rpc_method_handler(
+                counted, handler.request_deserializer, handler.response_serializer
+            )
         if not handler.response_streaming:
             unary: Any = handler.unary_unary
 
@@ -130,13 +174,6 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 one_response, handler.request_deserializer, handler.response_serializer
             )
         streaming: Any = handler.unary_stream
-        if not (
-            inspect.isasyncgenfunction(streaming)
-            or inspect.isasyncgenfunction(getattr(streaming, "__func__", None))
-        ):
-            # A handler that writes with context.write (the standard health service's Watch):
-            # left as it is, bounded by the server's call limit alone.
-            return handler
 
         async def responses(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
             if calls.full:
@@ -148,8 +185,20 @@ class RequestDeadline(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             finally:
                 calls.grpc -= 1
 
+        async def written(requests: AsyncIterator[Any], context: Any) -> None:
+            # A handler that writes with context.write (the standard health service's Watch).
+            if calls.full:
+                await refuse(context)
+            calls.grpc += 1
+            try:
+                await streaming(await first(context), context)
+            finally:
+                calls.grpc -= 1
+
         return grpc.stream_stream_rpc_method_handler(
-            responses, handler.request_deserializer, handler.response_serializer
+            responses if _is_generator(streaming) else written,
+            handler.request_deserializer,
+            handler.response_serializer,
         )
 
     async def first(self, context: Any) -> Any:

@@ -21,13 +21,13 @@ from typing import Any, Final
 import grpc
 import uvloop
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from basra import engine
 from basra.service import logs
 from basra.service.config import EVENT_LOOPS, Settings, flag_name
 from basra.service.gc_policy import GcPolicy, PauseTimer
-from basra.service.grpc_transport import register
+from basra.service.grpc_transport import register, register_bounded
 from basra.service.http import HttpServer, Readiness, build_app, start_http
 from basra.service.limits import CallLimit, RequestDeadline
 from basra.service.metrics import InstrumentedStore, Metrics
@@ -129,8 +129,9 @@ def grpc_options(settings: Settings) -> list[tuple[str, int]]:
         # Calls whose headers have arrived wait in gRPC core until the event loop accepts them;
         # past 1,000 waiting (its default, 3,000 at the most) core cancels new ones, which cut
         # streams in bursts when thousands of clients (re)connect at once. As many may wait as
-        # may run: max_concurrent_rpcs bounds them again once accepted, and core still drops a
-        # call that waited 30 s (grpc.server_max_unrequested_time_in_server).
+        # may run: the call limit bounds them again once accepted (a call past it is refused at
+        # once), and core still drops a call that waited 30 s
+        # (grpc.server_max_unrequested_time_in_server).
         ("grpc.server.max_pending_requests", settings.max_concurrent_rpcs),
         ("grpc.server.max_pending_requests_hard_limit", settings.max_concurrent_rpcs),
         ("grpc.so_reuseport", 0),
@@ -257,28 +258,33 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     deadline = RequestDeadline(
         settings.request_timeout_s,
         metrics.request_timeouts.inc,
-        # Both ports' calls together (grpc's maximum_concurrent_rpcs bounds the gRPC port's).
+        # Both ports' calls together, every handler of each counted.
         CallLimit(settings.max_concurrent_rpcs),
     )
-    server = grpc.aio.server(
-        options=options,
-        # Half-open requests (headers and part of a message, then nothing) each hold a call:
-        # bounded in number per process here and per connection by max_concurrent_streams,
-        # and in time by the request deadline (basra/service/limits.py).
-        interceptors=[deadline],
-        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
-    )
+    # Half-open requests (headers and part of a message, then nothing) each hold a call:
+    # bounded in number per process by the call limit, which every handler registered here
+    # counts itself in, per connection by max_concurrent_streams, and in time by the request
+    # deadline (basra/service/limits.py). No interceptor and no maximum_concurrent_rpcs: each
+    # would cost every call for what these already bound.
+    server = grpc.aio.server(options=options)
     core = Servicer(settings, instrumented, metrics)
     register(server, core, deadline)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (
-            SERVICE_NAME,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ),
+    register_bounded(
+        server, deadline, health_pb2_grpc.add_HealthServicer_to_server, health_servicer
+    )
+    register_bounded(
         server,
+        deadline,
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server,
+        # What reflection.enable_server_reflection registers on a grpc.aio server.
+        reflection.aio.ReflectionServicer(  # type: ignore[attr-defined]  # published untyped
+            (
+                SERVICE_NAME,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            )
+        ),
     )
     await health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
     # Not ready until the first store check passes (a Check before it answered NOT_FOUND).

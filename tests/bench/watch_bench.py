@@ -382,11 +382,7 @@ async def _serve_idle(listen: str, *, configured: bool) -> None:
         # As server.create_server and grpc_transport.register build the service's server.
         settings = from_args(argparse.Namespace(), {"BASRA_STORE": "embedded"})
         deadline = RequestDeadline(settings.request_timeout_s)
-        server = grpc.aio.server(
-            options=grpc_options(settings),
-            interceptors=[deadline],
-            maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
-        )
+        server = grpc.aio.server(options=grpc_options(settings))
 
         async def watch(requests: AsyncIterator[Any], context: Any) -> None:
             await deadline.first(context)

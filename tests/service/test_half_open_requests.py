@@ -15,17 +15,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import grpc
 import pytest
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 from pyqwest import HTTPVersion, SyncClient, SyncHTTPTransport
 
 from basra.client.match import Rejection
+from basra.service.grpc_transport import register_bounded
 from basra.service.http_h2 import StreamBudget
-from basra.service.limits import CallLimit
+from basra.service.limits import CallLimit, RequestDeadline
 from basra.service.metrics import Metrics
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
@@ -202,7 +205,7 @@ def test_a_watch_request_that_does_not_arrive_in_time_is_request_timeout(
     start_server: Callable[..., ServerThread],
 ) -> None:
     """WatchMatch takes its request within the same deadline, although it is registered as a
-    request stream of its own rather than through the interceptor (grpc_transport.register)."""
+    request stream of its own that waits for its request itself (grpc_transport.register)."""
     server = start_server(request_timeout_s=0.5)
     release = threading.Event()
 
@@ -224,6 +227,97 @@ def test_a_watch_request_that_does_not_arrive_in_time_is_request_timeout(
         "REQUEST_TIMEOUT",
     )
     assert server.server.metrics.request_timeouts.value == 1
+
+
+def test_a_health_check_that_does_not_arrive_in_time_is_request_timeout(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """The health service gets the same request deadline as BasraService: its handlers are
+    wrapped when registered (grpc_transport.register_bounded), there being no interceptor."""
+    server = start_server(request_timeout_s=0.5)
+    release = threading.Event()
+
+    def held_back() -> Iterator[health_pb2.HealthCheckRequest]:
+        release.wait(60)  # until the server has answered: never within the deadline
+        yield health_pb2.HealthCheckRequest(service="liveness")
+
+    call = server.channel.stream_unary(
+        "/grpc.health.v1.Health/Check",
+        request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+        response_deserializer=health_pb2.HealthCheckResponse.FromString,
+    )
+    try:
+        rejection = Rejection.of(rpc_error(lambda: call(held_back(), timeout=30)))
+    finally:
+        release.set()
+    assert (rejection.code, rejection.reason) == (
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        "REQUEST_TIMEOUT",
+    )
+    assert server.server.metrics.request_timeouts.value == 1
+
+
+def test_health_and_reflection_streams_count_in_the_call_limit(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """Every handler of the gRPC port counts in the one call limit, the standard health and
+    reflection services' streams included: past it a call is refused at once, and each
+    stream's end gives its place back. (Before, only gRPC's own maximum_concurrent_rpcs bounded
+    those streams, and a call past it waited to be accepted rather than being refused.)"""
+    server = start_server(max_concurrent_rpcs=3)
+    http = server.server.http
+    assert http is not None
+    calls = http.app.connect.calls
+    health = health_pb2_grpc.HealthStub(server.channel)
+    reflect = server.channel.stream_stream(
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+    )
+    done = threading.Event()
+
+    def questions() -> Iterator[reflection_pb2.ServerReflectionRequest]:
+        yield reflection_pb2.ServerReflectionRequest(list_services="")
+        done.wait(60)  # the stream stays open until the test is done with it
+
+    watches = [
+        health.Watch(health_pb2.HealthCheckRequest(service="liveness"), timeout=60)
+        for _ in range(2)
+    ]
+    reflection = reflect(questions(), timeout=60)
+    try:
+        for watch in watches:
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+        services = next(reflection).list_services_response.service
+        assert "basra.v1.BasraService" in {service.name for service in services}
+        assert calls.grpc == 3
+        refused = rpc_error(
+            lambda: health.Check(health_pb2.HealthCheckRequest(service="liveness"), timeout=10)
+        )
+        assert (refused.code(), refused.details()) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "Concurrent RPC limit exceeded",
+        )
+        watches[0].cancel()
+        wait_until(lambda: calls.grpc == 2)
+        assert health.Check(health_pb2.HealthCheckRequest(service="liveness"), timeout=10)
+    finally:
+        done.set()
+        for watch in watches:
+            watch.cancel()
+        reflection.cancel()
+    wait_until(lambda: calls.grpc == 0)
+
+
+def test_a_servicer_that_names_no_methods_is_refused() -> None:
+    """register_bounded fails closed: code generated without the methods by name (grpcio-tools
+    before 1.63) would otherwise register nothing, and the service would answer UNIMPLEMENTED."""
+
+    def add(servicer: object, server: Any) -> None:
+        server.add_generic_rpc_handlers(())
+
+    with pytest.raises(RuntimeError, match="registered no method handlers"):
+        register_bounded(cast(grpc.aio.Server, object()), RequestDeadline(1), add, object())
 
 
 async def hundred_half_open(host: str, port: int) -> Attack:
