@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from basra.engine import (
     CARDS,
@@ -26,8 +26,7 @@ _HASH: Final = 16
 _VERSION_MARK: Final = b"\x00"
 
 
-@dataclass(frozen=True, slots=True)
-class SeatRequest:
+class SeatRequest(NamedTuple):
     """A seat's latest idempotent request: who asked (hash of the request_id), what was asked
     (fingerprint) and the version it produced.
 

@@ -25,8 +25,7 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -96,8 +95,7 @@ RPC_OF_REQUEST: Final[Mapping[str, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
+class Caller(NamedTuple):
     """Who makes a call, as every transport sees it.
 
     ``metadata`` holds the call's metadata (gRPC) or headers (HTTP) as (lower-case key, value)
@@ -756,8 +754,7 @@ def _creation_response(
     return response
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What one version did, converted to messages once: as each seat receives it, and as the
     store keeps it."""
 

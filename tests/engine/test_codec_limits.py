@@ -387,13 +387,12 @@ def test_the_store_record_round_trips_at_its_limits(version: int, seats: int, si
 )
 def test_a_record_field_one_past_its_width_is_refused(change: dict[str, object]) -> None:
     with pytest.raises((struct.error, ValueError, OverflowError)):
-        encode_record(replace(record(1, 2, 4), **change))  # type: ignore[arg-type]
+        encode_record(record(1, 2, 4)._replace(**change))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("seats", [1, 2, 4, U8])
 def test_a_record_with_watch_token_hashes_round_trips(seats: int) -> None:
-    original = replace(
-        record(U64, seats, 7),
+    original = record(U64, seats, 7)._replace(
         watch_hashes=tuple(bytes([i]) * 32 for i in range(1, seats + 1)),
     )
     data = encode_record(original)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import cast
 
 import grpc
@@ -334,7 +333,7 @@ def test_a_retry_answered_from_a_request_record_written_before_versions_gets_its
         assert previous.response is None
         requests = list(record.requests)
         requests[seat] = previous.request_hash + previous.fingerprint + response
-        old = replace(record, requests=tuple(requests))
+        old = record._replace(requests=tuple(requests))
         store.set(keys.match_key(client.match_id), encode_record(old), keepttl=True)
 
     seat = client.view(0).turn
@@ -408,8 +407,8 @@ class RacedCommits(MemoryStore):
             self.races -= 1
             current = await self.load(match_id)
             assert current is not None
-            moved = replace(current, version=current.version + 1)
-            other = Commit(current.version, moved, replace(commit.entry, version=moved.version))
+            moved = current._replace(version=current.version + 1)
+            other = Commit(current.version, moved, commit.entry._replace(version=moved.version))
             assert (await super().commit_or_current(match_id, other))[0]
         return await super().commit_or_current(match_id, commit)
 

@@ -7,7 +7,6 @@ import json
 import logging
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from functools import partial
 
 import grpc
@@ -563,7 +562,7 @@ def test_a_stream_request_that_does_not_parse_is_invalid_argument(server: Server
 
 
 def test_corrupt_stored_state_is_data_loss(store: redis.Redis, client: MatchClient) -> None:
-    record = replace(stored_record(store, client.match_id), state=b"\x01garbage")
+    record = stored_record(store, client.match_id)._replace(state=b"\x01garbage")
     store.set(keys.match_key(client.match_id), encode_record(record))
     r = Rejection.of(rpc_error(lambda: client.view(0)))
     assert (r.code, r.reason) == (Code.DATA_LOSS, "STATE_CORRUPT")

@@ -284,7 +284,8 @@ def test_health_and_reflection_streams_count_in_the_call_limit(
         health.Watch(health_pb2.HealthCheckRequest(service="liveness"), timeout=60)
         for _ in range(2)
     ]
-    reflection = reflect(questions(), timeout=60)
+    # An iterator of responses and a call (grpc-stubs types it as neither).
+    reflection: Any = reflect(questions(), timeout=60)
     try:
         for watch in watches:
             assert next(watch).status == health_pb2.HealthCheckResponse.SERVING

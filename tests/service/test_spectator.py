@@ -7,7 +7,6 @@ import functools
 import random
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 
 import grpc
 import pytest
@@ -167,7 +166,7 @@ def salt_less_watch_tokens(server: ServerThread, client: MatchClient) -> list[st
     tokens = [auth.watch_token(client.tokens[seat]) for seat in sorted(client.tokens)]
     hashes = tuple(auth.token_hash(t) for t in tokens)
     direct.set(
-        key, encode_record(replace(decode_record(client.match_id, stored), watch_hashes=hashes))
+        key, encode_record(decode_record(client.match_id, stored)._replace(watch_hashes=hashes))
     )
     direct.close()
     return tokens

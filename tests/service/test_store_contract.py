@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import gc
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
 import pytest
@@ -66,8 +65,7 @@ def commit(version: int, seat: int = 0, request: bytes = b"") -> Commit:
     """The change from ``version``: a new state and the seat's request record."""
     requests = [b"", b""]
     requests[seat] = request
-    record = replace(
-        new().record,
+    record = new().record._replace(
         version=version + 1,
         state=b"state-%d" % (version + 1),
         requests=tuple(requests),
@@ -180,7 +178,7 @@ def test_an_entry_dealing_to_a_later_seat_only_comes_back_as_it_was_written(
     # empty, as written, and the entry compares equal to the one committed.
     async def scenario(store: Store) -> None:
         await store.create(new())
-        later = replace(commit(1), entry=entry(2, (b"", b"", b"\x05\x06")))
+        later = commit(1)._replace(entry=entry(2, (b"", b"", b"\x05\x06")))
         assert await store.commit("M" * 22, later)
         (got,) = (await store.events("M" * 22, 1)).entries
         assert got == entry(2, (b"", b"", b"\x05\x06"))
@@ -389,7 +387,7 @@ def test_the_redis_store_measures_every_node_of_a_long_stream(redis_url: str) ->
             await store.create(new())
             for version in range(1, 30):
                 grown = EventEntry(version + 1, b"P", b"e" * (5000 + 400 * version), ())
-                assert await store.commit("M" * 22, replace(commit(version), entry=grown))
+                assert await store.commit("M" * 22, commit(version)._replace(entry=grown))
             stream_key = keys.events_key("M" * 22)
             whole = await client.memory_usage(stream_key, samples=0)
             assert whole != await client.memory_usage(stream_key)  # the default samples 5
@@ -454,7 +452,7 @@ def test_embedded_store_keeps_a_finished_match_only_for_the_finished_ttl() -> No
 
     async def scenario() -> None:
         await store.create(new())
-        assert await store.commit("M" * 22, replace(commit(1), finished=True))
+        assert await store.commit("M" * 22, commit(1)._replace(finished=True))
         await store.create(new("O" * 22))
         assert await store.commit("O" * 22, commit(1))  # not the final commit: the full TTL
         now[0] = 9.5
@@ -593,7 +591,7 @@ def test_redis_store_sets_the_finished_ttl_on_both_keys_with_the_final_commit(
             assert await store.commit("M" * 22, commit(1))
             for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
                 assert 99_000_000 < direct.pttl(key) <= 100_000_000  # the idle TTL, 100,000 s
-            assert await store.commit("M" * 22, replace(commit(2), finished=True))
+            assert await store.commit("M" * 22, commit(2)._replace(finished=True))
             for key in (keys.match_key("M" * 22), keys.events_key("M" * 22)):
                 assert 0 < direct.pttl(key) <= 60_000
         finally:
@@ -661,7 +659,7 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         assert 0 <= lag() < 1_000
         # A commit that lost its race (a stale version) and would have ended the match: the
         # watch key keeps the match's expiry, not the finished one.
-        assert not await store.commit(mid, replace(commit(1), finished=True))
+        assert not await store.commit(mid, commit(1)._replace(finished=True))
         assert direct.pttl(record) > 98_000
         # Sent after the call (the caller did not commit again): the match's own expiry.
         await until(lambda: lag() == 0, "the watch key given the match's expiry")
@@ -676,7 +674,7 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         assert direct.pttl(record) > 99_000
         assert 0 <= lag() < 1_000
         # The final play: the watch key expires with the record, after the finished TTL.
-        assert await store.commit(mid, replace(commit(4), finished=True))
+        assert await store.commit(mid, commit(4)._replace(finished=True))
         assert 0 < direct.pttl(record) <= 60_000
         assert 0 <= lag() < 1_000
         assert (await store.watch_access((mid,)))[mid] == access
@@ -738,7 +736,7 @@ def test_embedded_store_keeps_the_watch_access_as_long_as_the_match() -> None:
             assert await store.commit(mid, commit(version))
         now[0] += 90
         assert (await store.watch_access((mid,)))[mid] == access
-        assert await store.commit(mid, replace(commit(3), finished=True))
+        assert await store.commit(mid, commit(3)._replace(finished=True))
         now[0] += 59
         assert (await store.watch_access((mid,)))[mid] == access
         now[0] += 1
