@@ -5,9 +5,9 @@ request records) plus an append-only, capped list of event entries, one per vers
 replaces the record, compare-and-set on the version, so two replicas racing on one match apply
 exactly one change.
 
-The records made on every change (``EventEntry``, ``MatchRecord``, ``Commit``; the service's
-``Caller``, ``Outcome`` and ``records.SeatRequest`` likewise) are NamedTuples, not frozen
-dataclasses: as immutable, and built without a frozen dataclass's ``object.__setattr__`` per
+The records made on every change (``EventEntry``, ``MatchRecord``, ``Commit``, ``Change``;
+the service's ``Caller``, ``Outcome`` and ``records.SeatRequest`` likewise) are NamedTuples, not
+frozen dataclasses: as immutable, and built without a frozen dataclass's ``object.__setattr__`` per
 field, which cost a Play about 29,000 of its 859,000 server instructions (3.4 %, by
 ``tests.bench.callgrind_play``).
 """
@@ -189,8 +189,7 @@ class Store(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(NamedTuple):
     """A followed match changed."""
 
     match_id: str
