@@ -19,6 +19,7 @@ Play's server instructions together, by ``tests.bench.callgrind_play``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import sys
 from collections import deque
@@ -117,89 +118,54 @@ class RequestDeadline:
         self._timer: asyncio.TimerHandle | None = None
 
     def bound(self, handler: Handler) -> Handler:
-        """``handler`` bounded like the service's own calls: counted in the call limit (past it
-        refused RESOURCE_EXHAUSTED at once), and a single request message taken within the
-        deadline (``first``) by a request stream in its place. For the handlers the gRPC
-        transport does not build itself (health, reflection: ``grpc_transport.register_bounded``),
-        wrapped once when registered, not per call."""
-        first, calls = self.first, self.calls
-        if handler.request_streaming:
-            behaviour: Any = handler.stream_unary or handler.stream_stream
+        """``handler`` bounded like the service's own calls: counted in the call limit (``held``),
+        and a single request message taken within the deadline (``first``) by a request stream
+        in its place. For the handlers the gRPC transport does not build itself (health,
+        reflection: ``grpc_transport.register_bounded``), wrapped once when registered."""
+        first, held = self.first, self.held
+        streams_in = handler.request_streaming
+        behaviour: Any = (
+            handler.stream_unary or handler.stream_stream
+            if streams_in
+            else handler.unary_unary or handler.unary_stream
+        )
 
-            async def counted(requests: AsyncIterator[Any], context: Any) -> Any:
-                if calls.full:
-                    await refuse(context)
-                calls.grpc += 1
-                try:
-                    return await behaviour(requests, context)
-                finally:
-                    calls.grpc -= 1
+        async def argument(requests: AsyncIterator[Any], context: Any) -> Any:
+            return requests if streams_in else await first(context)
 
-            async def counted_responses(
-                requests: AsyncIterator[Any], context: Any
-            ) -> AsyncIterator[Any]:
-                if calls.full:
-                    await refuse(context)
-                calls.grpc += 1
-                try:
-                    async for response in behaviour(requests, context):
-                        yield response
-                finally:
-                    calls.grpc -= 1
+        async def awaited(requests: AsyncIterator[Any], context: Any) -> Any:
+            # A response, or (a handler that writes with context.write, as the health
+            # service's Watch) None once it has written them all.
+            async with held(context):
+                return await behaviour(await argument(requests, context), context)
 
-            if not handler.response_streaming:
-                return grpc.stream_unary_rpc_method_handler(
-                    counted, handler.request_deserializer, handler.response_serializer
-                )
-            if _is_generator(behaviour):
-                return grpc.stream_stream_rpc_method_handler(
-                    counted_responses, handler.request_deserializer, handler.response_serializer
-                )
-            return grpc.stream_stream_rpc_method_handler(
-                counted, handler.request_deserializer, handler.response_serializer
-            )
-        if not handler.response_streaming:
-            unary: Any = handler.unary_unary
-
-            async def one_response(requests: AsyncIterator[Any], context: Any) -> Any:
-                if calls.full:
-                    await refuse(context)
-                calls.grpc += 1
-                try:
-                    return await unary(await first(context), context)
-                finally:
-                    calls.grpc -= 1
-
-            return grpc.stream_unary_rpc_method_handler(
-                one_response, handler.request_deserializer, handler.response_serializer
-            )
-        streaming: Any = handler.unary_stream
-
-        async def responses(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
-            if calls.full:
-                await refuse(context)
-            calls.grpc += 1
-            try:
-                async for response in streaming(await first(context), context):
+        async def iterated(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+            async with held(context):
+                async for response in behaviour(await argument(requests, context), context):
                     yield response
-            finally:
-                calls.grpc -= 1
 
-        async def written(requests: AsyncIterator[Any], context: Any) -> None:
-            # A handler that writes with context.write (the standard health service's Watch).
-            if calls.full:
-                await refuse(context)
-            calls.grpc += 1
-            try:
-                await streaming(await first(context), context)
-            finally:
-                calls.grpc -= 1
-
+        if not handler.response_streaming:
+            return grpc.stream_unary_rpc_method_handler(
+                awaited, handler.request_deserializer, handler.response_serializer
+            )
         return grpc.stream_stream_rpc_method_handler(
-            responses if _is_generator(streaming) else written,
+            iterated if _is_generator(behaviour) else awaited,
             handler.request_deserializer,
             handler.response_serializer,
         )
+
+    @contextlib.asynccontextmanager
+    async def held(self, context: Any) -> AsyncIterator[None]:
+        """The call counted in the call limit while it runs; past the limit it is refused
+        RESOURCE_EXHAUSTED at once (the transport's own handlers count themselves inline)."""
+        calls = self.calls
+        if calls.full:
+            await refuse(context)
+        calls.grpc += 1
+        try:
+            yield
+        finally:
+            calls.grpc -= 1
 
     async def first(self, context: Any) -> Any:
         """The call's one request message, once it has arrived within the deadline; else the
