@@ -12,6 +12,7 @@ callgrind runs a program about 50 times slower), so not part of ``make bench``.
 
     python -m tests.bench.callgrind_play [--plays-per-match 25]
     python -m tests.bench.callgrind_play --connect-only   # Connect calls against gRPC calls
+    python -m tests.bench.callgrind_play --service-only --plays-per-match 10  # one server: A/B
 """
 
 from __future__ import annotations
@@ -115,6 +116,12 @@ def main() -> None:
         help="count only the service's Connect calls on its HTTP port (uvloop), against its "
         "gRPC calls in the same process",
     )
+    parser.add_argument(
+        "--service-only",
+        action="store_true",
+        help="count only the service on uvloop (its default loop): about a minute, to compare "
+        "two versions of the service",
+    )
     args = parser.parse_args()
     assert shutil.which("valgrind"), "valgrind is needed"
     assert shutil.which("callgrind_control"), "valgrind's callgrind_control is needed"
@@ -128,7 +135,7 @@ def main() -> None:
             if args.connect_only:
                 connect_figures(redis_process, seeds, Path(tmp), args.plays_per_match)
                 return
-            for loop in ("asyncio", "uvloop"):
+            for loop in ("uvloop",) if args.service_only else ("asyncio", "uvloop"):
                 client.flushall()
                 target = f"127.0.0.1:{free_port()}"
                 serve = serve_command(target, redis_process.url, ["--event-loop", loop])
@@ -142,7 +149,9 @@ def main() -> None:
                     figures[f"service_{loop}"] = counted(
                         pid, target, played, out, args.plays_per_match
                     )
-                print(f"service on {loop}: {figures[f'service_{loop}'] / 1e6:.3f} M instructions")
+                print(f"service on {loop}: {figures[f'service_{loop}'] / 1e6:.4f} M instructions")
+            if args.service_only:
+                return
             for loop in ("asyncio", "uvloop"):
                 client.flushall()
                 target = f"127.0.0.1:{free_port()}"
