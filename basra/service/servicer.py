@@ -689,7 +689,7 @@ class Servicer:
             stored = records.SeatRequest(asked, fingerprint, version)
             requests = list(record.requests)
             requests[seat] = stored.encode() if request_id else b""
-            # Every field named (dataclasses.replace costs a Play a few microseconds more); a
+            # Every field named (``_replace`` costs a Play a few microseconds more); a
             # field added to MatchRecord must be carried over here too.
             committed = MatchRecord(
                 match_id=record.match_id,
