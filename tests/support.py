@@ -196,6 +196,12 @@ class ServerThread:
         assert self.server.http is not None, "this server's HTTP port is disabled"
         return f"http://127.0.0.1:{self.server.http.port}"
 
+    @property
+    def http_address(self) -> tuple[str, int]:
+        """The HTTP port's host and port, for the clients that take them apart."""
+        assert self.server.http is not None, "this server's HTTP port is disabled"
+        return "127.0.0.1", self.server.http.port
+
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
         """Run a coroutine on the server's loop and return its result.
 

@@ -337,9 +337,9 @@ def test_half_open_requests_on_the_http_port_are_ended(
     # Before the HTTP port bounded its calls, none of these was ever ended: each held its
     # memory for as long as the client kept its connection.
     server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=limit)
-    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    host, port = server.http_address
 
-    result = asyncio.run(hundred_half_open(host, int(port)))
+    result = asyncio.run(hundred_half_open(host, port))
     assert (result.opened, result.answered) == (100, 100)
     # Every call ended counts no more: the port's budget is whole again.
     http = server.server.http
@@ -355,7 +355,7 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
     once the streams end, and the port serves on."""
     # The request deadline (which also lets go of responses left unread) is past the test.
     server = start_server(request_timeout_s=60, max_concurrent_rpcs=10, max_concurrent_streams=25)
-    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    host, port = server.http_address
     http = server.server.http
     assert http is not None
     budget = http.config.stream_budget
@@ -366,7 +366,7 @@ def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
     # the budget is spent at 35 streams however the 100 requests arrive, and the other 65 are
     # refused (with streams that end, whether any request finds the budget spent is a race:
     # on a slow machine each connection's streams could all end before the next one's came).
-    with holding(host, int(port), 4, 25, "application/proto", window=0) as attack:
+    with holding(host, port, 4, 25, "application/proto", window=0) as attack:
         wait_until(lambda: attack.opened == 100 and attack.refused == 65)
         assert budget.open == 35
         assert attack.answered == attack.refused  # nothing else could be read to its end
@@ -390,7 +390,7 @@ def test_a_response_left_unread_past_the_request_deadline_is_let_go(
     as long as it kept its connections: a few such connections held the HTTP port's whole
     stream budget, and the port refused every other client."""
     server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=10, max_concurrent_streams=25)
-    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    host, port = server.http_address
     http = server.server.http
     assert http is not None
     budget, stalls = http.config.stream_budget, server.server.metrics.http_streams_stalled
@@ -398,7 +398,7 @@ def test_a_response_left_unread_past_the_request_deadline_is_let_go(
     try:
         # 30 streams (the budget is 35): 10 held by the call limit until the request deadline,
         # 20 answered RESOURCE_EXHAUSTED at once; no response body can be written.
-        with holding(host, int(port), 2, 15, "application/proto", window=0) as attack:
+        with holding(host, port, 2, 15, "application/proto", window=0) as attack:
             wait_until(lambda: attack.opened == 30 and attack.answered == 30)
             assert attack.refused == 0  # reset with CANCEL, not refused unprocessed
             assert stalls.value == 30
@@ -472,7 +472,7 @@ def test_the_call_limit_holds_across_both_ports(
     http = server.server.http
     assert http is not None
     calls = http.app.connect.calls
-    host, http_port = server.http_url[len("http://") :].rsplit(":", 1)
+    host, http_port = server.http_address
     stub = pb_grpc.BasraServiceStub(server.channel)
     transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
     connect = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
@@ -484,7 +484,7 @@ def test_the_call_limit_holds_across_both_ports(
         return connect.deal(pb.DealRequest(request_id=str(uuid.uuid4())))
 
     try:
-        with holding(host, int(http_port), 2, 20):
+        with holding(host, http_port, 2, 20):
             wait_until(lambda: calls.http == 40)
             error = rpc_error(deal_over_grpc)
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -518,8 +518,8 @@ def test_half_open_requests_of_a_client_that_left_are_let_go(
     http = server.server.http
     assert http is not None
     calls = http.app.connect.calls
-    host, port = server.http_url[len("http://") :].rsplit(":", 1)
-    with holding(host, int(port), 2, 20, content_type) as attack:
+    host, port = server.http_address
+    with holding(host, port, 2, 20, content_type) as attack:
         wait_until(lambda: calls.http == 40)
     assert (attack.opened, attack.connections_closed) == (40, 2)
     wait_until(lambda: calls.http == 0, timeout=10)
@@ -553,14 +553,14 @@ def test_data_after_a_response_that_ended_early_leaves_the_connection_serving(
     looked up by hypercorn after the stream was gone: a KeyError that dropped the whole connection
     with every other call on it (the half-open flood showed it as calls never answered)."""
     server = start_server(request_timeout_s=30, max_concurrent_rpcs=1)
-    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    host, port = server.http_address
     headers = request_headers(f"{host}:{port}", "/basra.v1.BasraService/GetMatch", content_type)
     http = server.server.http
     assert http is not None
     budget = http.config.stream_budget
 
     async def exchange() -> tuple[bool, bool]:
-        reader, writer = await asyncio.open_connection(host, int(port))
+        reader, writer = await asyncio.open_connection(host, port)
         try:
             # Stream 1 takes the one call; stream 3, past the limit, is answered at once.
             writer.write(PREFACE + frame(SETTINGS, 0, 0))

@@ -294,8 +294,8 @@ def post(
     server: ServerThread, path: str, body: bytes, headers: dict[str, str], method: str = "POST"
 ) -> tuple[int, dict[str, str], bytes]:
     """A raw HTTP/1.1 request to the server's HTTP port: (status, headers, body)."""
-    host, port = server.http_url[len("http://") :].split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    host, port = server.http_address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
     try:
         connection.request(method, path, body=body, headers=headers)
         response = connection.getresponse()

@@ -188,7 +188,7 @@ def test_a_malformed_block_resets_its_stream_and_the_connection_serves_on(
     """Before, h2 ended the whole connection (GOAWAY) on a malformed block, taking every other
     call on it; now only the stream is reset (PROTOCOL_ERROR), as RFC 9113 section 8.1.1 asks."""
     server = start_server()
-    host, port = server.http_url[len("http://") :].rsplit(":", 1)
+    host, port = server.http_address
     request = [(n, v.replace(b"127.0.0.1:80", f"{host}:{port}".encode())) for n, v in REQUEST]
     # Encoded in the order they are sent: each block may refer to the ones before it.
     encoder = hpack.Encoder()
@@ -204,7 +204,7 @@ def test_a_malformed_block_resets_its_stream_and_the_connection_serves_on(
     good = encoder.encode(request, huffman=False)
 
     async def exchange() -> list[tuple[int, int, int, bytes]]:
-        reader, writer = await asyncio.open_connection(host, int(port))
+        reader, writer = await asyncio.open_connection(host, port)
         seen = []
         try:
             writer.write(PREFACE + frame(SETTINGS, 0, 0))

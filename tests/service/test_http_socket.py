@@ -76,8 +76,8 @@ def test_a_body_larger_than_a_write_holds_arrives_whole(
     (root / "index.html").write_text("<!doctype html>")
     (root / "big.wasm").write_bytes(body)
     server = start_server(web_root=str(root))
-    host, port = server.http_url[len("http://") :].rsplit(":", 1)
-    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    host, port = server.http_address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
     try:
         connection.request("GET", "/big.wasm")
         response = connection.getresponse()
