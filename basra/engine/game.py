@@ -166,7 +166,8 @@ def apply(state: State, play: Play) -> tuple[State, tuple[Event, ...]]:
     """
     plan = _validate(state, play)
     seat, card = play.seat, play.card
-    bit: int = 1 << card  # (card is a Card: shifting an int compiles to C, a Card's does not)
+    index: int = card  # Compiled, shifting an int is C arithmetic; shifting a Card is a call.
+    bit = 1 << index
     profile = state.profile
     hands = list(state.hands)
     hands[seat] = _outside(hands[seat], bit)
@@ -448,4 +449,9 @@ def current_target(state: State) -> int:
 
 
 def _with(values: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
-    return (*values[:index], value, *values[index + 1 :])
+    """``values`` with ``value`` at ``index``."""
+    if len(values) == 2:  # Two sides, nearly every match: a pair built directly.
+        return (value, values[1]) if index == 0 else (values[0], value)
+    changed = list(values)
+    changed[index] = value
+    return tuple(changed)

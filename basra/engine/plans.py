@@ -143,8 +143,10 @@ def _number_plan_masks(floor: int, rank: int, table: PointTable) -> tuple[int, .
         # At most one such card, and a group needs two: nothing but the rank matches. Seven
         # number-card questions in ten in self-play, decided without the value profiles below.
         return (rank_matches,) if rank_matches else ()
-    by_value = tuple(floor & RANK_MASKS[u - 1] for u in range(1, value))
-    counts = tuple(s.bit_count() for s in by_value)
+    # Index loops into lists, not generators: compiled, a generator is an object and a call
+    # per item, and int.bit_count a method call; _rank_count is C arithmetic.
+    by_value = tuple([floor & RANK_MASKS[r] for r in range(rank)])
+    counts = tuple([_rank_count(floor, r) for r in range(rank)])
     profiles = _group_profiles(value, counts)
     if len(profiles) == 1 and _all_or_none(profiles[0], counts):
         # The usual small floor: one way to take, all or none of each value.
@@ -159,6 +161,16 @@ def _number_plan_masks(floor: int, rank: int, table: PointTable) -> tuple[int, .
     if sets == [0] and not rank_matches:
         return ()  # Nothing to take: the card trails.
     return tuple(rank_matches | s for s in sets)
+
+
+def _rank_count(cards: int, rank: int) -> int:
+    """How many cards of ``rank`` the set ``cards`` holds (one bit per suit, 13 apart)."""
+    return (
+        (cards >> rank & 1)
+        + (cards >> (rank + 13) & 1)
+        + (cards >> (rank + 26) & 1)
+        + (cards >> (rank + 39) & 1)
+    )
 
 
 def _all_or_none(profile: tuple[int, ...], counts: tuple[int, ...]) -> bool:
@@ -332,7 +344,7 @@ def plan_count(floor: int | Iterable[Card], card: Card, profile: Profile = ERAM)
     if sweeping_seven or not floor_mask or rank >= JACK:
         return len(capture_plans(floor_mask, card, profile))  # one plan at most
     value = rank + 1
-    counts = tuple((floor_mask & RANK_MASKS[u - 1]).bit_count() for u in range(1, value))
+    counts = tuple([_rank_count(floor_mask, r) for r in range(rank)])
     profiles = _group_profiles(value, counts)
     if profiles == (tuple(0 for _ in counts),) and not floor_mask & RANK_MASKS[rank]:
         return 0  # Nothing to take: the card trails.

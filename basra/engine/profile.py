@@ -22,7 +22,6 @@ from basra.engine.cards import (
     RANKS,
     SEVEN_OF_DIAMONDS,
     SUITS,
-    cards_of,
 )
 from basra.engine.errors import OptionNotAvailableError, SeatsNotAllowedError, UnknownRulesError
 from basra.engine.rules import BasraValue, BottomCard, MajorityTie, SevenRule, side_of_seat
@@ -39,10 +38,12 @@ class PointTable:
     card on every play.
     """
 
-    __slots__ = ("plan_scores", "points", "total")
+    __slots__ = ("plan_scores", "point_cards", "points", "total")
     _interned: ClassVar[dict[tuple[int, ...], PointTable]] = {}
     points: tuple[int, ...]
     plan_scores: tuple[int, ...]
+    point_cards: tuple[int, ...]
+    """The indexes of the cards worth points, in index order."""
     total: int
 
     def __new__(cls, points: tuple[int, ...]) -> PointTable:
@@ -54,6 +55,7 @@ class PointTable:
         table = super().__new__(cls)
         table.points = points
         table.total = sum(points)
+        table.point_cards = tuple(c for c, p in enumerate(points) if p)
         # RULES.md's offering order: more cards, then more points, then the smaller index list;
         # additive per card (see engine.plans), so each card gets one integer share.
         table.plan_scores = tuple(
@@ -74,7 +76,12 @@ class PointTable:
 
     def of(self, mask: int) -> int:
         """The special points held in ``mask``."""
-        return sum(self.points[c] for c in cards_of(mask))
+        # The few point cards, not every card of the mask: a hand's piles hold dozens of cards.
+        total = 0
+        for c in self.point_cards:
+            if mask >> c & 1:
+                total += self.points[c]
+        return total
 
 
 STANDARD_POINTS: Final = PointTable(POINTS)
