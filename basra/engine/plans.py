@@ -47,10 +47,7 @@ MAX_PLANS: Final = 12
 """RULES.md: at most 12 plans are offered, the first 12 of the order."""
 
 # Display order of captured cards: rank matches first, then by rank and suit ("10C 4S 6H").
-# _DISPLAY_RANKS[rank + 1] is the order of the ranks for a card of ``rank`` (-1: no rank first).
-_DISPLAY_RANKS: Final = tuple(
-    (*([rank] if rank >= 0 else []), *(r for r in range(13) if r != rank)) for rank in range(-1, 13)
-)
+_ALL_RANKS: Final = (1 << 13) - 1
 _SEVEN_OF_DIAMONDS: Final[int] = SEVEN_OF_DIAMONDS
 # _LOWER_MASKS[rank] is the set of the cards of lower rank (for a number card, of lower value).
 _LOWER_MASKS: Final = tuple(sum(RANK_MASKS[:rank]) for rank in range(13))
@@ -175,7 +172,10 @@ def _rank_count(cards: int, rank: int) -> int:
 
 def _all_or_none(profile: tuple[int, ...], counts: tuple[int, ...]) -> bool:
     """Whether ``profile`` takes, of each value, none of the floor's cards or all of them."""
-    return all(not (profile[u] and profile[u] != counts[u]) for u in range(len(profile)))
+    for u in range(len(profile)):  # An index loop, not all(): compiled, it is plain C.
+        if profile[u] and profile[u] != counts[u]:
+            return False
+    return True
 
 
 def _best_sets(
@@ -326,13 +326,24 @@ def _display(mask: int, rank: int) -> tuple[Card, ...]:
     """The cards of ``mask`` in display order: those of ``rank`` first (none for a negative
     rank), then the others by rank, each rank's by suit."""
     shown: list[Card] = []
-    # Rank by rank, skipping the ranks the set does not hold: a plan takes a few cards.
-    for r in _DISPLAY_RANKS[rank + 1]:
-        if mask & RANK_MASKS[r]:
-            for c in range(r, DECK_SIZE, 13):
-                if mask >> c & 1:
-                    shown.append(CARDS[c])
+    # The ranks the set holds, one bit each: a plan takes a few cards, so only their ranks are
+    # visited (compiled, this is C arithmetic on small ints).
+    present = (mask | mask >> 13 | mask >> 26 | mask >> 39) & _ALL_RANKS
+    if rank >= 0 and present >> rank & 1:
+        _append_rank(shown, mask, rank)
+        present ^= 1 << rank
+    while present:
+        low = present & -present
+        _append_rank(shown, mask, low.bit_length() - 1)
+        present ^= low
     return tuple(shown)
+
+
+def _append_rank(shown: list[Card], mask: int, rank: int) -> None:
+    """Append the cards of ``rank`` that ``mask`` holds, by suit."""
+    for c in range(rank, DECK_SIZE, 13):
+        if mask >> c & 1:
+            shown.append(CARDS[c])
 
 
 def plan_count(floor: int | Iterable[Card], card: Card, profile: Profile = ERAM) -> int:
