@@ -393,16 +393,19 @@ def _end_hand(state: State, played: CardPlayed) -> tuple[State, tuple[Event, ...
         basras=state.basras,
         basra_points=state.basra_points,
     )
-    totals = tuple(t + s for t, s in zip(state.scores, score.totals, strict=True))
+    hand_totals = score.totals
+    totals = tuple([state.scores[i] + hand_totals[i] for i in range(len(hand_totals))])
     target = rubber_game_target(
         profile.target, profile.final_target, profile.rubber_wins, state.games_won
     )
     winner, extra_hand = game_winner(target, totals)
     events.append(HandScored(score, totals, extra_hand, len(state.games) + 1))
+    # Without a rubber, a game won is the match won: built over at once, not replaced after.
+    match_won = winner is not None and not profile.rubber_wins
     after = State(
         profile=profile,
         seed=state.seed,
-        phase=Phase.HAND_OVER,
+        phase=Phase.MATCH_OVER if match_won else Phase.HAND_OVER,
         hand_number=state.hand_number,
         dealer=state.dealer,
         turn=state.turn,
@@ -419,13 +422,13 @@ def _end_hand(state: State, played: CardPlayed) -> tuple[State, tuple[Event, ...
         carry=score.carry_after,
         history=(*state.history, score),
         games=state.games,
-        winner=state.winner,
+        winner=winner if match_won else state.winner,
     )
     if winner is None:
         return after, tuple(events)
-    if not profile.rubber_wins:
+    if match_won:
         events.append(MatchEnded(winner, totals))
-        return replace(after, phase=Phase.MATCH_OVER, winner=winner), tuple(events)
+        return after, tuple(events)
     # A rubber: the game is won; the side with enough games wins the rubber, else a new game
     # starts at 0 with no carry (VARIANTS.md, egyptian "Rubber", Decision).
     games = (*state.games, GameResult(winner, totals))
