@@ -254,7 +254,10 @@ def _group_profiles(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...
 def _group_profiles_uncached(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """``_group_profiles`` without its cache: mutmut mutates no decorated function."""
     found: list[tuple[int, ...]] = []
-    _extend_leftovers(value, counts, [0] * len(counts), len(counts), 1, found)
+    total = 0  # The values of all the cards, leftover or taken.
+    for i in range(len(counts)):
+        total += (i + 1) * counts[i]
+    _extend_leftovers(value, counts, [0] * len(counts), len(counts), 1, total, found)
     return tuple(found)
 
 
@@ -264,18 +267,17 @@ def _extend_leftovers(
     leftover: list[int],
     u: int,
     reachable: int,
+    taken: int,
     found: list[tuple[int, ...]],
 ) -> None:
     """``_group_profiles``'s search: every sum-free leftover of the values ``u`` and below,
     given ``leftover``'s counts of the values above (``reachable``: the sums they reach, one
-    bit each), adding to ``found`` each capturable profile. Each call sets the count of value
-    ``u`` before it goes deeper, so a leaf reads only counts its own path set. A module
-    function, not a closure: compiled, its recursive calls are plain C calls."""
+    bit each; ``taken``: the sum of the values of every card not left over so far), adding to ``found`` each
+    capturable profile. Each call sets the count of value ``u`` before it goes deeper, so a
+    leaf reads only counts its own path set. A module function, not a closure: compiled, its
+    recursive calls are plain C calls."""
     if u == 0:
-        total = 0
-        for i in range(len(counts)):  # Index loops: compiled, they are plain C.
-            total += (i + 1) * (counts[i] - leftover[i])
-        if total % value:
+        if taken % value:
             return  # Most leftovers: what they leave cannot be whole groups.
         profile = tuple([counts[i] - leftover[i] for i in range(len(counts))])
         if _splits(value, profile):
@@ -284,7 +286,7 @@ def _extend_leftovers(
     mask = (1 << (value + 1)) - 1
     for r in range(counts[u - 1] + 1):
         leftover[u - 1] = r
-        _extend_leftovers(value, counts, leftover, u - 1, reachable, found)
+        _extend_leftovers(value, counts, leftover, u - 1, reachable, taken - r * u, found)
         reachable = (reachable | reachable << u) & mask
         if reachable >> value & 1:
             break  # One more card of value u would leave a group behind.
