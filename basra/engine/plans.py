@@ -172,7 +172,8 @@ def _rank_count(cards: int, rank: int) -> int:
 
 def _all_or_none(profile: tuple[int, ...], counts: tuple[int, ...]) -> bool:
     """Whether ``profile`` takes, of each value, none of the floor's cards or all of them."""
-    for u in range(len(profile)):  # An index loop, not all(): compiled, it is plain C.
+    # An index loop, not all() over a generator: compiled, it is plain C.
+    for u in range(len(profile)):  # noqa: SIM110
         if profile[u] and profile[u] != counts[u]:
             return False
     return True
@@ -272,10 +273,10 @@ def _extend_leftovers(
 ) -> None:
     """``_group_profiles``'s search: every sum-free leftover of the values ``u`` and below,
     given ``leftover``'s counts of the values above (``reachable``: the sums they reach, one
-    bit each; ``taken``: the sum of the values of every card not left over so far), adding to ``found`` each
-    capturable profile. Each call sets the count of value ``u`` before it goes deeper, so a
-    leaf reads only counts its own path set. A module function, not a closure: compiled, its
-    recursive calls are plain C calls."""
+    bit each; ``taken``: the sum of the values of every card not left over so far), adding
+    to ``found`` each capturable profile. Each call sets the count of value ``u`` before it
+    goes deeper, so a leaf reads only counts its own path set. A module function, not a
+    closure: compiled, its recursive calls are plain C calls."""
     if u == 0:
         if taken % value:
             return  # Most leftovers: what they leave cannot be whole groups.
