@@ -12,8 +12,8 @@ only, no I/O.
 
 The modules below may be compiled with mypyc (``setup.py``; ``make`` builds them in place when a
 C compiler is present): ``COMPILED`` says which engine this process runs. ``BASRA_ENGINE=pure`` in
-the environment forces the ``.py`` sources even beside the compiled modules (the suite runs the
-engine tests both ways); ``BASRA_ENGINE=compiled`` makes the import fail unless the compiled
+the environment forces the ``.py`` sources even beside the compiled modules (the suite runs
+both ways); ``BASRA_ENGINE=compiled`` makes the import fail unless the compiled
 modules load. This package's ``__init__`` is never compiled, so it can choose.
 """
 

@@ -1,7 +1,8 @@
 """The engine runs compiled (mypyc, setup.py) or from its sources, and says which.
 
-`make unit` runs the whole engine suite both ways (BASRA_ENGINE=pure the second time), so the
-golden transcripts and every rule test hold for both engines; these tests check the switch.
+`make unit` runs the whole suite both ways (BASRA_ENGINE=pure the second time), so the golden
+transcripts, every rule test and the service's tests hold for both engines; these tests check the
+switch.
 """
 
 from __future__ import annotations
