@@ -39,9 +39,17 @@ try {
   // A typed rejection reads as a sentence: a link with a forged token for this match.
   const { matchId } = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}").me);
   const forged = await me.context.newPage();
+  // GetMatch answered late, as on a loaded machine: the message must still be waited for.
+  await forged.route(/\/GetMatch$/, async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await route.continue();
+  });
   await forged.goto(`${BASE_URL}/#match=${matchId}&seat=1&token=forged-token`);
+  // The lobby (#start) is drawn at once, before GetMatch answers: wait for the message itself.
+  const alert = forged.locator("#alert");
+  await alert.filter({ hasText: /\S/ }).waitFor();
   await forged.locator("#start").waitFor();
-  assert.equal(await forged.locator("#alert").innerText(), "This seat's key does not belong to the match.");
+  assert.equal(await alert.innerText(), "This seat's key does not belong to the match.");
   assert.deepEqual(me.errors, []);
   console.log(`resumed at version ${after.version}, went on to ${next.version}`);
 } finally {
