@@ -39,17 +39,24 @@ try {
   // A typed rejection reads as a sentence: a link with a forged token for this match.
   const { matchId } = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}").me);
   const forged = await me.context.newPage();
-  // GetMatch answered late, as on a loaded machine: the message must still be waited for.
+  // GetMatch is held until the lobby has been looked at: the lobby is drawn at once, and its
+  // Start must wait while the link's match loads (else the page could sit at two matches).
+  let release = (): void => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
   await forged.route(/\/GetMatch$/, async (route) => {
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await released;
     await route.continue();
   });
   await forged.goto(`${BASE_URL}/#match=${matchId}&seat=1&token=forged-token`);
-  // The lobby (#start) is drawn at once, before GetMatch answers: wait for the message itself.
+  const start = forged.locator("#start");
+  await forged.locator("#rules option").first().waitFor({ state: "attached" }); // the rule systems: Start waits for nothing else
+  assert.ok(await start.isDisabled(), "no new match while the link's match loads");
+  release();
+  // The rejection: wait for the message itself, then the lobby is free again.
   const alert = forged.locator("#alert");
   await alert.filter({ hasText: /\S/ }).waitFor();
-  await forged.locator("#start").waitFor();
   assert.equal(await alert.innerText(), "This seat's key does not belong to the match.");
+  assert.ok(await start.isEnabled(), "the lobby is free once the link is refused");
   assert.deepEqual(me.errors, []);
   console.log(`resumed at version ${after.version}, went on to ${next.version}`);
 } finally {

@@ -328,13 +328,17 @@ function draw(content: HTMLElement, view?: MatchView): void {
 let choice: LobbyChoice = { rules: "eram", seats: 2, others: ["bot"], rubber: false, bottomCardShown: false };
 let systems: RuleSystem[] | undefined;
 
-function lobby(busy = false): void {
+/** A match is being created or joined: the lobby's Start waits, or the page would sit at two
+ * matches (the first answer to come would replace the other's table). */
+let joining = false;
+
+function lobby(): void {
   table = undefined;
-  draw(renderLobby(systems, choice, { change: (next) => ((choice = next), lobby()), start: () => void start() }, busy));
+  draw(renderLobby(systems, choice, { change: (next) => ((choice = next), lobby()), start: () => void start() }, joining));
   if (!systems) {
     ruleSystems().then((loaded) => {
       systems = loaded;
-      if (!table) lobby(busy);
+      if (!table) lobby();
     }, showError);
   }
 }
@@ -342,7 +346,9 @@ function lobby(busy = false): void {
 /** Creates a match: this page takes seat 0; every other seat goes to a bot or into an
  * invitation link of its own. */
 async function start(): Promise<void> {
-  lobby(true);
+  if (joining) return;
+  joining = true;
+  lobby();
   const client = basraClient();
   // The request_id makes a retry return the same match.
   const options = { rubber: choice.rubber, bottomCardShown: choice.bottomCardShown };
@@ -365,6 +371,7 @@ async function start(): Promise<void> {
     showAlert(undefined);
     await sit(saved, answer.view);
   } catch (error) {
+    joining = false;
     showError(error);
     lobby();
   }
@@ -375,8 +382,10 @@ async function start(): Promise<void> {
  * the lobby. */
 async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
   let rules: RuleSystem | undefined;
+  joining = true;
   try {
     if (!view) {
+      if (!table) lobby(); // drawn at start-up already: its Start now waits for this answer
       // However long the server is away: giving up here would forget the seat.
       const client = basraClient(saved.me.token);
       const answer = await untilAnswered(() => client.getMatch({ matchId: saved.me.matchId }), () => showAlert(RECONNECTING), Infinity);
@@ -385,10 +394,12 @@ async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
     }
     rules = (await ruleSystems()).find((system) => system.name === view?.rules);
   } catch (error) {
+    joining = false;
     showError(error);
     session.forget();
     return lobby();
   }
+  joining = false;
   if (!view) return lobby();
   table?.close();
   table = new Table(saved, view, rules);
