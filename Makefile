@@ -13,9 +13,13 @@ TOOLS := $(VENV)/.tools
 # Serving needs the package and its runtime dependencies only; the tests and linters add [dev].
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
-GEN := basra/v1/.generated
-ENGINE := basra/engine/.compiled
-ENGINE_SOURCES := $(filter-out basra/engine/__init__.py,$(wildcard basra/engine/*.py))
+# The components (README, "Where things are"): each a project with a src/ layout, installed editable.
+COMPONENTS := engine proto/python clients/python service
+STUBS := proto/python/src/basra/v1
+GEN := $(STUBS)/.generated
+ENGINE_PACKAGE := engine/src/basra/engine
+ENGINE := $(ENGINE_PACKAGE)/.compiled
+ENGINE_SOURCES := $(filter-out $(ENGINE_PACKAGE)/__init__.py,$(wildcard $(ENGINE_PACKAGE)/*.py))
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
 # The last released contract: buf breaking compares proto/ with it (README, "Contract releases").
 RELEASED := proto/released.json
@@ -52,35 +56,35 @@ $(TOOLS): constraints.txt
 	$(PIP) install -c constraints.txt mypy 'setuptools>=77'  # mypyc and setup.py build the engine
 	@touch $@
 
-# Generated Python stubs: built from proto/ by buf into basra/v1, never committed (ignored), so
-# they cannot go stale: any change to the contract rebuilds them.
+# Generated Python stubs: built from proto/ by buf into proto/python/src/basra/v1, never
+# committed (ignored), so they cannot go stale: any change to the contract rebuilds them.
 $(GEN): $(TOOLS) $(PROTOS)
 	$(BIN)/buf lint
-	rm -f basra/v1/*_pb2*.py basra/v1/*_pb2*.pyi basra/v1/*_connect.py
+	rm -f $(STUBS)/*_pb2*.py $(STUBS)/*_pb2*.pyi $(STUBS)/*_connect.py
 	$(BIN)/buf generate
 	@touch $@
 
-# Stage 2: the package itself (editable) with its runtime dependencies, pinned; the suite's tools
-# (pytest, mypy, ruff, ...) come on top for the test targets only.
+# Stage 2: the components (editable) with their runtime dependencies, pinned; the suite's tools
+# (pytest, mypy, ruff, ...: the dev dependency group) come on top for the test targets only.
 # (The engine is compiled by its own step, $(ENGINE), not by these editable installs.)
-$(RUNTIME): $(GEN) pyproject.toml constraints.txt setup.py
-	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt -e .
+$(RUNTIME): $(GEN) constraints.txt $(foreach c,$(COMPONENTS),$(c)/pyproject.toml) engine/setup.py
+	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt $(foreach c,$(COMPONENTS),-e ./$(c))
 	@touch $@
 
-$(STAMP): $(RUNTIME)
-	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt -e '.[dev]'
+$(STAMP): $(RUNTIME) pyproject.toml
+	$(PIP) install -c constraints.txt --group dev
 	@touch $@
 
-# The compiled engine: mypyc (from mypy, pinned with the generators) builds basra/engine in place,
-# beside its sources, and again whenever one changes (an editable install would not notice). With
-# no working C compiler setup.py builds nothing and the .py sources run: the log line "serving"
+# The compiled engine: mypyc (from mypy, pinned with the generators) builds it in place, beside
+# its sources, and again whenever one changes (an editable install would not notice). With no
+# working C compiler engine/setup.py builds nothing and the .py sources run: the log line "serving"
 # says which engine is in use, and BASRA_ENGINE=pure forces the sources anyway.
-$(ENGINE): $(TOOLS) $(ENGINE_SOURCES) setup.py
-	rm -f basra/engine/*.so
-	BASRA_ENGINE_COMPILE=auto $(BIN)/python setup.py --quiet build_ext --inplace
+$(ENGINE): $(TOOLS) $(ENGINE_SOURCES) engine/setup.py
+	rm -f $(ENGINE_PACKAGE)/*.so
+	cd engine && BASRA_ENGINE_COMPILE=auto $(CURDIR)/$(BIN)/python setup.py --quiet build_ext --inplace
 	@# An unchanged C file is not recompiled and its copy keeps the old time; the suite refuses
 	@# a compiled engine older than its sources (tests/conftest.py), so date it now.
-	find basra/engine -name '*.so' -exec touch {} +
+	find $(ENGINE_PACKAGE) -name '*.so' -exec touch {} +
 	$(BIN)/python -c 'import basra.engine as e; print("compiled" if e.COMPILED else "pure")' > $@
 
 setup: $(STAMP) $(ENGINE) ## set up .venv (package, stubs, test and lint tools) and stop
@@ -213,5 +217,5 @@ contract-release: $(TOOLS) ## make proto/ the released baseline
 	@echo "$(RELEASED) updated: commit it with the release tag"
 
 clean: ## remove the venv, stubs and caches
-	rm -rf $(VENV) mutants basra/v1/*_pb2* basra/v1/*_connect.py basra/v1/.generated basra/engine/*.so $(ENGINE) build .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
+	rm -rf $(VENV) mutants $(STUBS)/*_pb2* $(STUBS)/*_connect.py $(GEN) $(ENGINE_PACKAGE)/*.so $(ENGINE) build engine/build .mypy_cache .ruff_cache .pytest_cache .hypothesis $(NODE)/node_modules $(NODE)/gen \
 	  $(GATEWAY_API)/node_modules

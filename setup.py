@@ -1,71 +1,66 @@
-"""The build's one dynamic part: the engine compiled with mypyc when a C compiler is present.
+"""The whole service as one distribution, ``basra-engine``, gathered from its components.
 
-Everything else about the package lives in pyproject.toml. mypy and black ship themselves the
-same way: the wheel carries both the C extensions and the ``.py`` sources, and the sources are the
-fallback. ``basra/engine`` is standard library only and ``mypy --strict`` clean, which is what
-mypyc needs; ``__init__.py`` stays interpreted because it chooses between the two
-(``BASRA_ENGINE=pure``, see basra/engine/__init__.py).
-
-    BASRA_ENGINE_COMPILE=auto  (default) compile when mypyc and a working C compiler are present
-    BASRA_ENGINE_COMPILE=yes   compile or fail (the image: it must not ship the slow engine)
-    BASRA_ENGINE_COMPILE=no    the pure-Python engine only
+Each component is a project of its own with a ``src/`` layout (``engine/``, ``proto/python/``,
+``clients/python/``, ``service/``); ``make`` installs those, editable. ``pip install .`` here
+(and the image) builds them into one wheel instead: their packages and package data at their
+own paths, the union of their dependencies (less the components themselves) and their commands,
+read from their pyproject.toml files so that nothing is written twice. The engine is compiled
+with mypyc as ``engine/setup.py`` compiles it (``BASRA_ENGINE_COMPILE``).
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
+import importlib.util
+import re
+import tomllib
 from pathlib import Path
-from sysconfig import get_paths
+from typing import Any
 
-from setuptools import Extension, setup
+from setuptools import setup
 
-ENGINE = Path("basra/engine")
-# Every engine module but the package's __init__, in a stable order (the build hashes it).
-SOURCES = sorted(str(p) for p in ENGINE.glob("*.py") if p.name != "__init__.py")
-# The shared library lands inside the package (basra/engine/_native__mypyc.*.so) rather than
-# at the top level of site-packages under a hashed name.
-GROUP = "basra.engine._native"
+HERE = Path(__file__).resolve().parent
+COMPONENTS = ("engine", "proto/python", "clients/python", "service")
 
 
-def _compiler_works() -> bool:
-    """Whether the C compiler setuptools would use can build an extension here."""
-    from setuptools._distutils.ccompiler import new_compiler
-    from setuptools._distutils.errors import CCompilerError, DistutilsError
-    from setuptools._distutils.sysconfig import customize_compiler
-
-    compiler = new_compiler()
-    customize_compiler(compiler)
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = Path(tmp, "probe.c")
-        probe.write_text("#include <Python.h>\nint probe(void) { return 0; }\n")
-        try:
-            compiler.compile([str(probe)], output_dir=tmp, include_dirs=[get_paths()["include"]])
-        except (CCompilerError, DistutilsError, OSError):
-            return False
-    return True
+def project(component: str) -> dict[str, Any]:
+    return tomllib.loads((HERE / component / "pyproject.toml").read_text())
 
 
-def engine_extensions() -> list[Extension]:
-    mode = os.environ.get("BASRA_ENGINE_COMPILE", "auto")
-    if mode not in ("auto", "yes", "no"):
-        sys.exit(f"BASRA_ENGINE_COMPILE={mode!r}: use auto, yes or no")
-    if mode == "no":
-        return []
-    try:
-        from mypyc.build import mypycify
-    except ImportError:
-        if mode == "yes":
-            sys.exit("BASRA_ENGINE_COMPILE=yes but mypyc (from mypy) is not installed")
-        print("basra: mypyc not installed: the pure-Python engine only", file=sys.stderr)
-        return []
-    if not _compiler_works():
-        if mode == "yes":
-            sys.exit("BASRA_ENGINE_COMPILE=yes but no working C compiler was found")
-        print("basra: no working C compiler: the pure-Python engine only", file=sys.stderr)
-        return []
-    return list(mypycify(SOURCES, opt_level="3", group_name=GROUP))
+def gathered() -> dict[str, Any]:
+    names = {project(c)["project"]["name"] for c in COMPONENTS}
+    package_dir: dict[str, str] = {}
+    package_data: dict[str, list[str]] = {}
+    requires: list[str] = []
+    scripts: dict[str, str] = {}
+    for component in COMPONENTS:
+        config = project(component)
+        tool = config["tool"]["setuptools"]
+        src = tool["package-dir"][""]
+        for package in tool["packages"]:
+            package_dir[package] = f"{component}/{src}/{package.replace('.', '/')}"
+        package_data.update(tool.get("package-data", {}))
+        for requirement in config["project"]["dependencies"]:
+            name = re.split(r"[\s\[<>=!~;(]", requirement, maxsplit=1)[0]
+            if name not in names and requirement not in requires:
+                requires.append(requirement)
+        scripts.update(config["project"].get("scripts", {}))
+    return {
+        "packages": list(package_dir),
+        "package_dir": package_dir,
+        "package_data": package_data,
+        "install_requires": requires,
+        "entry_points": {"console_scripts": [f"{k} = {v}" for k, v in scripts.items()]},
+    }
 
 
-setup(ext_modules=engine_extensions())
+def engine_extensions() -> list[Any]:
+    spec = importlib.util.spec_from_file_location("engine_build", HERE / "engine" / "setup.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError("engine/setup.py cannot be loaded")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    extensions: list[Any] = build.engine_extensions(Path("engine/src/basra/engine"))
+    return extensions
+
+
+setup(ext_modules=engine_extensions(), **gathered())

@@ -90,16 +90,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     engine = Path(basra.engine.__file__).parent
     built = min(p.stat().st_mtime for p in engine.glob("*.so"))
-    compiled_from = engine
-    if "MUTANT_UNDER_TEST" in os.environ and engine.parents[1].name == "mutants":
-        # `make mutation` of the service: mutmut copies the engine's sources into mutants/ afresh
-        # on every run (newer than any build); the build was made from the originals.
-        compiled_from = engine.parents[2] / "basra" / "engine"
-    sources = [p for p in compiled_from.glob("*.py") if p.name != "__init__.py"]  # never compiled
+    sources = [p for p in engine.glob("*.py") if p.name != "__init__.py"]  # never compiled
     stale = [p.name for p in sources if p.stat().st_mtime > built]
     if stale:
         pytest.exit(
             f"the compiled engine is older than {', '.join(sorted(stale))}: rebuild it with "
-            "`make basra/engine/.compiled` (or run with BASRA_ENGINE=pure)",
+            "`make engine/src/basra/engine/.compiled` (or run with BASRA_ENGINE=pure)",
             returncode=4,
         )

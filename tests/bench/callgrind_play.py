@@ -114,7 +114,12 @@ def counted(
 
 def python_command(args: Sequence[str]) -> list[str]:
     """``basra-engine ARGS`` as ``python -c``: valgrind runs the interpreter, not a script."""
-    return [sys.executable, "-c", "import sys; from basra.cli import main; sys.exit(main())", *args]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from basra.service.cli import main; sys.exit(main())",
+        *args,
+    ]
 
 
 def main() -> None:

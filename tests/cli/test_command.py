@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from basra import engine
-from basra.cli import version
+from basra.service.cli import version
 from basra.service.config import Settings
 from tests.cli.test_oracle import COMMAND
 from tests.support import ServerThread

@@ -151,7 +151,7 @@ def test_the_entrypoint_is_basra_engine_serve() -> None:
     (entrypoint,) = FINAL.all("ENTRYPOINT")
     assert entrypoint.exec_form() == ["basra-engine", "serve"]
     assert not FINAL.all("CMD"), "arguments come from the environment, not CMD"
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    scripts = tomllib.loads((ROOT / "service" / "pyproject.toml").read_text())["project"]["scripts"]
     assert "basra-engine" in scripts
     assert f"PATH={VENV}/bin:$PATH" in DOCKERFILE.read_text()
 
@@ -180,9 +180,10 @@ def test_the_runtime_never_writes_bytecode() -> None:
     [
         ".git/HEAD",
         ".venv/bin/python",
-        "basra/v1/game_pb2.py",
+        "proto/python/src/basra/v1/game_pb2.py",
         ".env",
-        "basra/engine/game.cpython-311-x86_64-linux-gnu.so",
+        "engine/src/basra/engine/game.cpython-311-x86_64-linux-gnu.so",
+        "engine/src/basra/engine/.compiled",
     ],
 )
 def test_dockerignore_keeps_local_state_out_of_the_context(path: str) -> None:
@@ -195,7 +196,7 @@ def test_dockerignore_lets_in_everything_the_dockerfile_copies() -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
         assert included(source.rstrip("/") + ("/x.py" if source.endswith("/") else "")), source
-    assert not included("basra/service/__pycache__/x.pyc")
+    assert not included("service/src/basra/service/__pycache__/x.pyc")
 
 
 def included(path: str) -> bool:
@@ -216,9 +217,11 @@ def included(path: str) -> bool:
 
 
 def test_mypy_builds_the_engine_at_the_pinned_version() -> None:
-    # setup.py compiles the engine with mypyc from the build requirements: the same mypy as the
-    # one that type-checks it (constraints.txt), so both read the code alike.
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
-    (mypy,) = (r for r in requires if r.startswith("mypy"))
+    # engine/setup.py compiles the engine with mypyc from the build requirements (the engine's own
+    # project and the whole service's): the same mypy as the one that type-checks it
+    # (constraints.txt), so both read the code alike.
     pins = (ROOT / "constraints.txt").read_text().splitlines()
-    assert mypy in pins
+    for project in ("pyproject.toml", "engine/pyproject.toml"):
+        requires = tomllib.loads((ROOT / project).read_text())["build-system"]["requires"]
+        (mypy,) = (r for r in requires if r.startswith("mypy"))
+        assert mypy in pins, project

@@ -7,6 +7,11 @@ engine, which is then not mutated. So each area (``[tool.basra.mutation.<area>]`
 pyproject.toml) runs in its own copy, ``build/mutation/<area>``: this copies the tree there
 (keeping the copy's ``mutants/``, so a stopped run resumes and a rerun keeps its results) and
 writes the copy's ``[tool.mutmut]``: the shared table with the area's keys in its place.
+
+An area mutates one component (its ``component`` key): the copy holds that component's ``src/``
+at its top, since mutmut names a module by its path below ``src/`` and puts ``mutants/src`` first
+on ``sys.path``; the ``basra`` namespace then finds the mutated package there before the installed
+one, and the other components where they are installed.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ def settings(area: str, pyproject: str) -> dict[str, Any]:
     areas = tool["basra"]["mutation"]
     if area not in areas:
         raise SystemExit(f"unknown mutation area {area!r}: one of {', '.join(areas)}")
-    return {**tool["mutmut"], **areas[area]}
+    return {**tool["mutmut"], **{k: v for k, v in areas[area].items() if k != "component"}}
 
 
 def mutmut_table(config: dict[str, Any]) -> str:
@@ -66,10 +71,12 @@ def prepare(area: str) -> Path:
         dirs_exist_ok=True,
     )
     pyproject = (ROOT / "pyproject.toml").read_text()
+    table = mutmut_table(settings(area, pyproject))
+    component = tomllib.loads(pyproject)["tool"]["basra"]["mutation"][area]["component"]
+    shutil.copytree(ROOT / component / "src", target / "src", dirs_exist_ok=True)
     start = pyproject.index("\n[tool.mutmut]\n") + 1
     end = pyproject.find("\n[", start)
     rest = pyproject[end + 1 :] if end != -1 else ""
-    table = mutmut_table(settings(area, pyproject))
     (target / "pyproject.toml").write_text(pyproject[:start] + table + "\n" + rest)
     return target
 

@@ -10,7 +10,7 @@ def test_the_client_and_its_programs_import_nothing_of_the_server() -> None:
     code = (
         "import sys\n"
         "import basra.client, basra.client.aio, basra.client.demo, basra.client.play\n"
-        "import basra.client.match, basra.oracle\n"
+        "import basra.client.match\n"
         "print(sorted(m for m in sys.modules if m.startswith('basra.service')))\n"
     )
     result = subprocess.run(

@@ -24,11 +24,14 @@ TEST_TOOLS = ("pytest", "hypothesis", "mypy", "ruff")
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "basra", source / "basra", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    # The components, as a clean clone has them plus the generated stubs.
+    local = shutil.ignore_patterns(
+        "__pycache__", "*.pyc", "*.so", ".compiled", "build", "*.egg-info"
     )
+    for component in ("engine", "proto/python", "clients/python", "service"):
+        shutil.copytree(ROOT / component, source / component, ignore=local)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
@@ -68,7 +71,8 @@ def test_the_wheel_holds_only_the_basra_namespace_and_its_dist_info(wheel: Path)
 
 def test_the_wheel_ships_the_typing_marker_the_rules_and_the_generated_stubs(wheel: Path) -> None:
     listing = set(names(wheel))
-    assert {"basra/py.typed", "basra/engine/RULES.md"} <= listing
+    typed = {f"basra/{package}/py.typed" for package in ("engine", "service", "client", "v1")}
+    assert {*typed, "basra/engine/RULES.md", "basra/engine/VARIANTS.md"} <= listing
     assert {"basra/engine/__init__.py", "basra/service/server.py", "basra/client/__init__.py"} <= (
         listing
     )
@@ -77,17 +81,18 @@ def test_the_wheel_ships_the_typing_marker_the_rules_and_the_generated_stubs(whe
         assert f"basra/v1/{proto}_pb2.pyi" in listing
     assert "basra/v1/basra_service_pb2_grpc.py" in listing
     assert "basra/v1/basra_service_pb2_grpc.pyi" in listing
-    # basra/v1 ships every generated stub (protobuf, gRPC, Connect) and nothing else: no stamp,
-    # no proto tooling.
+    # basra/v1 ships every generated stub (protobuf, gRPC, Connect) and its typing marker, nothing
+    # else: no stamp, no proto tooling.
     generated = {
         f"basra/v1/{path.name}"
-        for path in (ROOT / "basra" / "v1").iterdir()
-        if path.suffix in (".py", ".pyi")
+        for path in (ROOT / "proto" / "python" / "src" / "basra" / "v1").iterdir()
+        if path.suffix in (".py", ".pyi") or path.name == "py.typed"
     }
     shipped = {n for n in listing if n.startswith("basra/v1/")}
     assert shipped == generated
     assert all(
-        re.fullmatch(r"basra/v1/(__init__|\w+_pb2(_grpc)?|\w+_connect)\.pyi?", n) for n in shipped
+        re.fullmatch(r"basra/v1/((__init__|\w+_pb2(_grpc)?|\w+_connect)\.pyi?|py\.typed)", n)
+        for n in shipped
     ), shipped
 
 
@@ -112,4 +117,4 @@ def test_the_entry_point_is_the_one_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         (path,) = (n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt"))
         text = archive.read(path).decode()
-    assert "basra-engine = basra.cli:main" in text
+    assert "basra-engine = basra.service.cli:main" in text

@@ -14,7 +14,7 @@ from basra.v1 import game_pb2
 from tests.support import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("README.md", "proto/README.md", "deploy/README.md", "basra/engine/RULES.md")
+DOCS = ("README.md", "proto/README.md", "deploy/README.md", "engine/src/basra/engine/RULES.md")
 
 
 def read(path: str) -> str:
@@ -70,7 +70,7 @@ def test_no_document_leans_on_placeholders_or_files_outside_the_repository(docum
 
 
 def test_the_rules_page_names_only_files_of_the_repository() -> None:
-    paths = re.findall(r"`([\w./-]+/[\w./-]*)`", read("basra/engine/RULES.md"))
+    paths = re.findall(r"`([\w./-]+/[\w./-]*)`", read("engine/src/basra/engine/RULES.md"))
     assert paths
     for path in paths:
         assert (ROOT / path).exists(), path

@@ -52,7 +52,7 @@ def ours(obj: object) -> bool:
         return True
     code = getattr(obj, "ag_code", None) or getattr(obj, "cr_code", None)
     code = code or getattr(obj, "f_code", None)
-    return code is not None and "basra/service" in code.co_filename
+    return code is not None and "service/src/basra/service" in code.co_filename
 
 
 def watch_tasks(server: ServerThread) -> int:

@@ -555,8 +555,8 @@ def test_no_log_line_holds_a_query_string_or_a_token(
 
 
 def test_cors_origins_come_from_the_environment_and_fail_closed() -> None:
-    from basra.cli import build_parser
     from basra.service import config
+    from basra.service.cli import build_parser
 
     args = build_parser().parse_args(["serve", "--store", "embedded"])
     environ = {"BASRA_CORS_ORIGINS": "https://a.example, http://localhost:5173"}

@@ -1,4 +1,4 @@
-"""The HTTP port's check of received field blocks (basra/service/http_fields.py): the same verdict
+"""The HTTP port's check of received field blocks (basra.service.http_fields): the same verdict
 as h2's own validation on well-formed and malformed requests and trailers, and, on a real server,
 a malformed request resets only its stream: the connection goes on serving."""
 

@@ -1,4 +1,4 @@
-"""How the HTTP port sends an HTTP/2 response's body (basra/service/http_h2.py): a unary call's
+"""How the HTTP port sends an HTTP/2 response's body (basra.service.http_h2): a unary call's
 body written at once, bypassing hypercorn's send task; bodies larger than the flow-control
 windows, streams and trailers still go the send task's way and arrive whole and in order.
 

@@ -1,4 +1,4 @@
-"""The HTTP port's HPACK (basra/service/http_hpack.py): ``LeanDecoder`` reads RFC 7541's own
+"""The HTTP port's HPACK (basra.service.http_hpack): ``LeanDecoder`` reads RFC 7541's own
 examples, and reads what hpack's encoder writes, malformed blocks included, exactly as hpack's
 decoder does (the same fields, the same table, the same errors); what ``LeanEncoder`` writes
 reads back whole in hpack's decoder; and neither keeps a credential in its caches."""

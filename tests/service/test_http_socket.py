@@ -1,4 +1,4 @@
-"""How the HTTP port writes to its sockets (basra/service/http_socket.py): a call's response in
+"""How the HTTP port writes to its sockets (basra.service.http_socket): a call's response in
 one write, whatever the HTTP version, and a body larger than what a write holds goes out at once.
 
 The server runs in this process (ServerThread), so counting ``asyncio.StreamWriter.write``

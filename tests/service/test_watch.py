@@ -372,7 +372,7 @@ def test_an_idle_stream_holds_no_generator_of_the_grpc_handler(any_server: Serve
             return sorted(
                 o.ag_code.co_qualname
                 for o in gc.get_objects()
-                if inspect.isasyncgen(o) and "basra/service" in o.ag_code.co_filename
+                if inspect.isasyncgen(o) and "service/src/basra/service" in o.ag_code.co_filename
             )
 
         expected = ["Servicer.handle_stream", "WatchStream.responses"] * 2

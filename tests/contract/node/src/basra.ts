@@ -1,6 +1,6 @@
 // What every TypeScript caller of basra.v1 needs: a client over gRPC (the gRPC port) or Connect or
 // gRPC-Web (the HTTP port), the seat-token metadata, and rejections unpacked into their
-// google.rpc details (AIP-193), the same way basra/client's Rejection.of does it in Python.
+// google.rpc details (AIP-193), the same way clients/python/src/basra/client's Rejection.of does it in Python.
 
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";

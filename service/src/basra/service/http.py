@@ -47,7 +47,6 @@ from hypercorn.config import Sockets
 from hypercorn.utils import wrap_app
 from protobuf.wkt import Any as DetailAny
 
-import basra
 from basra.service.config import Settings
 from basra.service.errors import ServiceError
 from basra.service.http_h2 import BudgetedConfig, SendDeadline, StreamBudget, send_bodies_directly
@@ -88,8 +87,9 @@ EXPOSED_HEADERS: Final = (
     "content-encoding",
 )
 PREFLIGHT_MAX_AGE_S: Final = 7200
-# The repository's built web table (a source checkout); the web engineer's `make` builds it.
-DEFAULT_WEB_ROOT: Final = Path(basra.__file__).resolve().parent.parent / "web" / "dist"
+# The repository's built web table (a source checkout: service/src/basra/service/ is four folders
+# below its root); `make web` builds it. An installed service is given BASRA_WEB_ROOT.
+DEFAULT_WEB_ROOT: Final = Path(__file__).resolve().parents[4] / "web" / "dist"
 INDEX: Final = "index.html"
 # What a built web page is made of, typed without relying on the system's mime.types (the slim
 # image has none): a module script served with another type is refused by browsers.

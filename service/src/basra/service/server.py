@@ -264,7 +264,7 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     # Half-open requests (headers and part of a message, then nothing) each hold a call:
     # bounded in number per process by the call limit, which every handler registered here
     # counts itself in, per connection by max_concurrent_streams, and in time by the request
-    # deadline (basra/service/limits.py). No interceptor and no maximum_concurrent_rpcs: each
+    # deadline (limits.py). No interceptor and no maximum_concurrent_rpcs: each
     # would cost every call for what these already bound.
     server = grpc.aio.server(options=options)
     core = Servicer(settings, instrumented, metrics)

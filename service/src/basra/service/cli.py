@@ -25,10 +25,14 @@ class _Help(argparse.HelpFormatter):
 
 
 def version() -> str:
-    try:
-        return metadata.version("basra-engine")
-    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
-        return "unknown"
+    """The installed version: of the whole service's distribution (``pip install .``, the image)
+    or, in a checkout set up by ``make``, of the service component."""
+    for distribution in ("basra-engine", "basra-service"):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"  # pragma: no cover - run from a source tree
 
 
 def engine_kind() -> str:
@@ -160,7 +164,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "plans":
-        from basra import oracle
+        from basra.service import oracle
 
         return oracle.main(
             args.floor,
@@ -171,7 +175,7 @@ def _main(argv: Sequence[str] | None) -> int:
             rules=args.rules,
         )
     if args.command == "rules":
-        from basra import oracle
+        from basra.service import oracle
 
         return oracle.rules_main(args.json)
     if args.command == "serve":

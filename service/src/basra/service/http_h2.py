@@ -247,6 +247,6 @@ def send_bodies_directly() -> None:
     if current is not H2Protocol:
         raise RuntimeError(
             "hypercorn.protocol no longer builds its HTTP/2 protocols from H2Protocol: "
-            "basra/service/http_h2.py needs updating for this hypercorn"
+            "service/src/basra/service/http_h2.py needs updating for this hypercorn"
         )
     hypercorn_protocol.H2Protocol = DirectH2Protocol  # type: ignore[attr-defined]

@@ -125,6 +125,6 @@ def coalesce_writes() -> None:
     if current is not TCPServer:
         raise RuntimeError(
             "hypercorn.asyncio.run no longer builds its connections' servers from TCPServer: "
-            "basra/service/http_socket.py needs updating for this hypercorn"
+            "service/src/basra/service/http_socket.py needs updating for this hypercorn"
         )
     hypercorn_run.TCPServer = _coalesced_server  # type: ignore[attr-defined,assignment]
