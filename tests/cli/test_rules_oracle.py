@@ -10,6 +10,7 @@ from google.protobuf import json_format
 from basra.engine import RULE_SYSTEMS
 from basra.service import convert
 from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import rules_pb2
 from tests.cli.test_oracle import COMMAND
 
 
@@ -71,7 +72,8 @@ def test_rules_json_is_what_list_rules_answers() -> None:
     result = run("rules", "--json")
     assert result.returncode == 0, result.stderr
     expected = pb.ListRulesResponse(
-        rules=[convert.rule_system_to_pb(s) for s in RULE_SYSTEMS.values()]
+        rules=[convert.rule_system_to_pb(s) for s in RULE_SYSTEMS.values()],
+        left_out=[rules_pb2.LeftOutRuleSystem(name="lebanese", reason=convert.LEFT_OUT[0][1])],
     )
     assert json.loads(result.stdout) == json_format.MessageToDict(expected)
 

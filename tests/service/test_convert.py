@@ -160,3 +160,19 @@ def test_every_view_of_whole_matches_is_the_message_protobuf_builds(profile: Pro
         assert {"hand", "floor", "last_play", "sides.captured_specials"} <= seen_kinds
         if profile.bottom_card is not BottomCard.HIDDEN:
             assert "bottom_card" in seen_kinds
+
+
+def test_the_basra_words_name_the_seven_of_diamonds_only_where_it_has_a_rule_of_its_own() -> None:
+    # VARIANTS.md, lobashev: "the 7D is an ordinary 7"; every other rule system gives it a rule.
+    words = {name: convert.rule_system_to_pb(s).basra for name, s in RULE_SYSTEMS.items()}
+    assert "seven of diamonds" not in words["lobashev"], words["lobashev"]
+    for name in ("eram", "egyptian", "jordanian", "persian", "persian-partnership"):
+        assert "the seven of diamonds by its own rule" in words[name], name
+
+
+def test_list_rules_says_the_lebanese_game_is_left_out_and_why() -> None:
+    # VARIANTS.md, "Not a profile: the Lebanese game": "Say so in the rules list".
+    listed = convert.list_rules_response()
+    assert [left.name for left in listed.left_out] == ["lebanese"]
+    assert "missing" in listed.left_out[0].reason
+    assert "lebanese" not in [system.name for system in listed.rules]

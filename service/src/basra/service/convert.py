@@ -29,10 +29,10 @@ from basra.engine import (
 )
 from basra.engine.cards import cards_of
 from basra.engine.game import current_target
-from basra.engine.profile import RUBBER_FINAL_TARGET, RUBBER_WINS, RuleSystem
-from basra.engine.rules import BASRA_VALUE, BasraValue, MajorityTie
+from basra.engine.profile import RUBBER_FINAL_TARGET, RUBBER_WINS, RULE_SYSTEMS, RuleSystem
+from basra.engine.rules import BASRA_VALUE, BasraValue, MajorityTie, SevenRule
 from basra.service.errors import ServiceError, invalid_argument
-from basra.v1 import game_pb2, rules_pb2
+from basra.v1 import basra_service_pb2, game_pb2, rules_pb2
 
 _STATUS = {
     Phase.PLAYING: game_pb2.MATCH_STATUS_PLAYING,
@@ -419,14 +419,26 @@ _BASRA_VALUE: Final = {
     BasraValue.FIXED: rules_pb2.BASRA_VALUE_FIXED,
     BasraValue.TWICE_THE_CARD: rules_pb2.BASRA_VALUE_TWICE_THE_CARD,
 }
+# {seven}: how the seven of diamonds stands apart, or nothing where it is an ordinary seven.
 _BASRA_WORDS: Final = {
     BasraValue.FIXED: "A capture by any card but a jack that leaves the floor empty scores {points}"
-    " (the seven of diamonds by its own rule). A jack's sweep is never a basra.",
+    "{seven}. A jack's sweep is never a basra.",
     BasraValue.TWICE_THE_CARD: "A capture by any card but a jack that leaves the floor empty "
     "scores twice the value of the card that made it, queen and king counting 10 (a seven 14, a "
-    "queen 20, an ace 2; the seven of diamonds by its own rule, 14). A jack's sweep is never a "
-    "basra.",
+    "queen 20, an ace 2{seven}). A jack's sweep is never a basra.",
 }
+_SPECIAL_SEVEN_WORDS: Final = {
+    BasraValue.FIXED: " (the seven of diamonds by its own rule)",
+    BasraValue.TWICE_THE_CARD: "; the seven of diamonds by its own rule, 14",
+}
+# VARIANTS.md, "Not a profile: the Lebanese game": the published list says it is left out.
+LEFT_OUT: Final = (
+    (
+        "lebanese",
+        "The Lebanese game is not played: its source says a basra happens in only two cases and "
+        "the text of those cases is missing.",
+    ),
+)
 _BOTTOM_WORDS: Final = {
     BottomCard.HIDDEN: "Nobody sees the stock's bottom card.",
     BottomCard.DEALER: "The stock's bottom card (dealt last) is shown to the dealer after the "
@@ -477,7 +489,12 @@ def rule_system_to_pb(system: RuleSystem) -> rules_pb2.RuleSystem:
         seven_of_diamonds=system.seven_in_words,
         majority=f"The side with more cards than every other side{need} scores "
         f"{base.majority_points}; {tie}.",
-        basra=_BASRA_WORDS[base.basra_value].format(points=base.basra_points),
+        basra=_BASRA_WORDS[base.basra_value].format(
+            points=base.basra_points,
+            seven=""
+            if base.seven is SevenRule.ORDINARY
+            else _SPECIAL_SEVEN_WORDS[base.basra_value],
+        ),
         bottom_card=_BOTTOM_WORDS[base.bottom_card]
         + (
             " With option bottom_card_shown (at 2 seats) every seat sees it."
@@ -494,3 +511,11 @@ def rule_system_to_pb(system: RuleSystem) -> rules_pb2.RuleSystem:
             )
         )
     return out
+
+
+def list_rules_response() -> basra_service_pb2.ListRulesResponse:
+    """ListRules' answer: every rule system the service plays, and the ones it leaves out."""
+    return basra_service_pb2.ListRulesResponse(
+        rules=[rule_system_to_pb(system) for system in RULE_SYSTEMS.values()],
+        left_out=[rules_pb2.LeftOutRuleSystem(name=name, reason=why) for name, why in LEFT_OUT],
+    )

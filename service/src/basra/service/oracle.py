@@ -16,7 +16,6 @@ from typing import IO, Any
 from basra.engine import (
     ERAM,
     MAX_PLANS,
-    RULE_SYSTEMS,
     BasraError,
     Card,
     InvalidInputError,
@@ -75,12 +74,8 @@ def rules_document() -> dict[str, Any]:
     from google.protobuf import json_format
 
     from basra.service import convert
-    from basra.v1 import basra_service_pb2
 
-    listed = basra_service_pb2.ListRulesResponse(
-        rules=[convert.rule_system_to_pb(system) for system in RULE_SYSTEMS.values()]
-    )
-    document: dict[str, Any] = json_format.MessageToDict(listed)
+    document: dict[str, Any] = json_format.MessageToDict(convert.list_rules_response())
     return document
 
 
@@ -103,7 +98,7 @@ def render_rules(document: dict[str, Any]) -> str:
             f"  source: {system['source']}"
             + (f"; rubber: best of {system['rubber']['games']}" if "rubber" in system else ""),
         ]
-    lines.append("(The Lebanese game is not offered: its basra cases are missing from the seed.)")
+    lines += [f"({left['reason']})" for left in document.get("leftOut", [])]
     return "\n".join(lines)
 
 

@@ -32,7 +32,6 @@ from google.protobuf.message import Message
 
 from basra.engine import (
     ERAM,
-    RULE_SYSTEMS,
     BasraError,
     CardNotInHandError,
     CardPlayed,
@@ -857,9 +856,7 @@ def _without_request_id(request: pb.PlayRequest | CreateRequest) -> bytes:
         request.request_id = request_id
 
 
-_RULES: Final = pb.ListRulesResponse(
-    rules=[convert.rule_system_to_pb(system) for system in RULE_SYSTEMS.values()]
-)
+_RULES: Final = convert.list_rules_response()
 """ListRules' answer: the rule systems never change while the process runs."""
 
 
