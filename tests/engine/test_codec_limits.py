@@ -24,10 +24,10 @@ from basra.engine import (
     decode,
     encode,
 )
-from basra.engine.cards import ALL_CARDS_MASK, CARDS
+from basra.engine.cards import ALL_CARDS_MASK, CARDS, Card
 from basra.engine.codec import decode_profile, encode_profile
 from basra.engine.game import new_match
-from basra.engine.profile import RULE_SYSTEMS, PointTable, match_profile
+from basra.engine.profile import RULE_SYSTEMS, STANDARD_POINTS, PointTable, match_profile
 from basra.engine.rules import BasraValue, BottomCard, MajorityTie, SevenRule
 from basra.engine.scoring import score_hand
 from basra.engine.state import GameResult, HandScore, LastPlay
@@ -605,6 +605,20 @@ def test_a_point_table_round_trips_card_by_card() -> None:
     profile = Profile("tabled", points=PointTable(tuple(points)))
     assert decode_profile(encode_profile(profile)) == profile
     assert round_trips(consistent(profile, ())).profile == profile
+
+
+def test_a_custom_point_table_totalling_13_is_kept_not_read_back_as_the_standard_one() -> None:
+    """RULES.md's table totals 13 points; another table with the same total (13 on the KS) is
+    another table, and a reload must give it back, not the standard one."""
+    points = [0] * 52
+    points[CARDS.index(Card.parse("KS"))] = 13
+    custom = PointTable(tuple(points))
+    assert custom.total == STANDARD_POINTS.total == 13
+    profile = Profile("thirteen", points=custom)
+    assert decode_profile(encode_profile(profile)).points is custom
+    state = round_trips(consistent(profile, ()))
+    assert state.profile.points is custom
+    assert state.profile.points.of(Card.parse("KS").bit) == 13
 
 
 @pytest.mark.parametrize("card", [52, 53, U8])

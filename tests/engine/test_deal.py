@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 from itertools import pairwise
 
-from basra.engine import CardPlayed, CardsDealt, HandStarted, Phase, new_match
+from basra.engine import (
+    ERAM,
+    CardPlayed,
+    CardsDealt,
+    HandStarted,
+    Phase,
+    match_profile,
+    new_match,
+    view,
+)
 from basra.engine.bots import random_play
 from basra.engine.cards import CARDS, Card
-from basra.engine.game import apply, clean_floor, deal_next_hand
+from basra.engine.game import apply, clean_floor, deal_next_hand, deal_round
+from basra.engine.scoring import game_winner
 from tests.engine.builders import cards, random_match
 
 
@@ -108,3 +119,107 @@ def test_each_hand_of_a_match_uses_its_own_shuffle() -> None:
     assert second.hand_number == 2
     assert second.floor != first_floor
     assert sorted(second.stock + second.floor + second.hands[0] + second.hands[1]) == list(CARDS)
+
+
+# -- One test per dealing rule, each against an account written from the rule itself ---------
+# The hand's shuffle is random.Random(key).shuffle of the 52 cards in index order (engine.chance
+# says it is that, card for card), the first dealer random.Random(key).randrange(seats): the
+# expected deals below are built with the standard library, not with the engine's own functions.
+
+
+def shuffled(seed: int, hand: int) -> list[Card]:
+    """The 52 cards as the shuffle of hand ``hand`` of the match of ``seed`` leaves them."""
+    deck = list(CARDS)
+    random.Random(f"basra/{seed}/hand/{hand}").shuffle(deck)
+    return deck
+
+
+def clean_deal_seed() -> int:
+    """A seed whose first floor holds no J and no 7D (nothing is buried and replaced)."""
+    forbidden = {Card.parse(c) for c in ("JC", "JD", "JH", "JS", "7D")}
+    return next(s for s in range(100) if not forbidden & set(shuffled(s, 1)[8:12]))
+
+
+def test_deal_order_4_to_the_seat_after_the_dealer_then_4_to_the_dealer_then_4_to_the_floor() -> (
+    None
+):
+    seed = clean_deal_seed()
+    deck = shuffled(seed, 1)
+    state, _ = new_match(seed)
+    leader = 1 - state.dealer
+    assert state.hands[leader] == tuple(deck[0:4])
+    assert state.hands[state.dealer] == tuple(deck[4:8])
+    assert state.floor == tuple(deck[8:12])
+    assert state.stock == tuple(deck[12:]), "the rest is the stock, top first"
+
+
+def test_deal_order_at_four_seats_a_packet_each_round_the_table_from_the_dealers_left() -> None:
+    profile = match_profile("egyptian", 4)
+    hands, rest = deal_round(CARDS, dealer=1, profile=profile)
+    assert hands == (CARDS[8:12], CARDS[12:16], CARDS[0:4], CARDS[4:8])
+    assert rest == CARDS[16:]
+
+
+def test_each_hand_is_dealt_from_its_own_shuffle_of_the_seed() -> None:
+    for seed in range(20):
+        state, _ = new_match(seed)
+        rng = random.Random(seed)
+        while state.phase is Phase.PLAYING:
+            state, _ = apply(state, random_play(state, rng))
+        second, _ = deal_next_hand(state)
+        deck = shuffled(seed, 2)
+        assert second.hands[1 - second.dealer] == tuple(deck[0:4])
+        assert second.hands[second.dealer] == tuple(deck[4:8])
+
+
+def test_redeal_4_more_each_from_the_top_of_the_stock_the_same_order_none_to_the_floor() -> None:
+    state, _ = new_match(seed=21)
+    rng = random.Random(21)
+    for _ in range(8):
+        stock, floor_before = state.stock, state.floor
+        state, events = apply(state, random_play(state, rng))
+    assert any(isinstance(e, CardsDealt) for e in events), "the 8th play empties both hands"
+    assert state.hands[1 - state.dealer] == stock[0:4]
+    assert state.hands[state.dealer] == stock[4:8]
+    assert state.stock == stock[8:]
+    played = next(e for e in events if isinstance(e, CardPlayed))
+    if played.trail:
+        assert state.floor == (*floor_before, played.card), "no new card on the floor"
+    else:
+        assert set(state.floor) < set(floor_before), "no new card on the floor"
+
+
+def test_the_first_dealer_of_a_match_is_drawn_from_the_seed() -> None:
+    dealers = [new_match(seed)[0].dealer for seed in range(40)]
+    assert dealers == [random.Random(f"basra/{seed}/dealer").randrange(2) for seed in range(40)]
+    assert set(dealers) == {0, 1}
+
+
+def test_who_deals_next_the_other_seat_after_every_hand_an_extra_hand_after_a_tie_too() -> None:
+    for seed in range(10):
+        state, _ = new_match(seed)
+        rng = random.Random(seed)
+        while state.phase is Phase.PLAYING:
+            state, _ = apply(state, random_play(state, rng))
+        nxt, _ = deal_next_hand(state)
+        assert (nxt.dealer, nxt.turn) == (1 - state.dealer, state.dealer)
+        # Both at 125: equal at the target, another hand is played, and the deal passes too.
+        tied = replace(state, scores=(125, 125))
+        assert game_winner(ERAM.target, tied.scores) == (None, True)
+        extra, _ = deal_next_hand(tied)
+        assert (extra.dealer, extra.turn) == (1 - state.dealer, state.dealer)
+
+
+def test_the_bottom_card_is_shown_to_nobody_and_dealt_last_to_the_dealer() -> None:
+    """ERAM shows the bottom card to no seat (the egyptian family's dealer sees it: test_variants);
+    in every profile the stock is dealt from the top, so the bottom card is the last card of the
+    dealer's last packet."""
+    state, _ = new_match(seed=13)
+    assert [view(state, seat).bottom_card for seat in (0, 1)] == [None, None]
+    for profile in (ERAM, match_profile("egyptian", 2), match_profile("egyptian", 4)):
+        state, _ = new_match(13, profile)
+        bottom = state.stock[-1]
+        rng = random.Random(13)
+        while state.stock:
+            state, _ = apply(state, random_play(state, rng))
+        assert state.hands[state.dealer][-1] == bottom, profile.name

@@ -223,3 +223,69 @@ def _after(seed: int, steps: int, profile: Profile) -> State:
     for _ in range(steps):
         state, _ = apply(state, rng.choice(legal_plays(state)))
     return state
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_every_kind_of_play_of_some_positions_is_legal_or_rejected_without_a_trace(
+    config: tuple[str, int, bool],
+) -> None:
+    """The cases the random plays above rarely draw, each made on purpose: every legal play
+    (accepted), each card of the hand unnamed (one plan: accepted; several: PLAN_REQUIRED),
+    declared a trail (refused when it can capture), with a plan past its last, and out of turn."""
+    name, seats, rubber = config
+    profile = match_profile(name, seats, rubber=rubber)
+    kinds: set[str] = set()
+    positions = 0
+    for seed in range(300):
+        if positions >= 20 and len(kinds) == 3:
+            break
+        for steps in (0, 5, 17, 30):
+            state = _after(seed, steps % profile.plays_per_hand, profile)
+            seat = state.turn
+            counts = {card: len(legal_plans(state, card)) for card in state.hands[seat]}
+            new_kinds = {f"plans-{min(n, 2)}" for n in counts.values()} - kinds
+            if positions >= 20 and not new_kinds:
+                continue
+            kinds |= new_kinds
+            positions += 1
+            plays = list(legal_plays(state))
+            for card, count in counts.items():
+                plays += [
+                    Play(seat, card),
+                    Play(seat, card, trail=True),
+                    Play(seat, card, count + 1),
+                    Play((seat + 1) % seats, card),
+                ]
+            for play in plays:
+                check_legal_or_rejected_without_a_trace(state, play)
+    assert kinds == {"plans-0", "plans-1", "plans-2"}, "cards with no, one and several plans"
+
+
+@pytest.mark.parametrize(
+    "config", [c for c in CONFIGS if c[2]] + [("eram", 2, False)], ids=config_id
+)
+def test_whole_matches_conserve_cards_and_add_up_through_every_hand_and_game(
+    config: tuple[str, int, bool],
+) -> None:
+    """The property above stops after two hands, where a game is rarely won: whole matches
+    (rubbers included, whose games each start with no carry) go to their end, with the same
+    witness checking every hand's score."""
+    name, seats, rubber = config
+    state, events = new_match(3, match_profile(name, seats, rubber=rubber))
+    witness = Witness(name, seats)
+    witness.see(events)
+    rng = random.Random(3)
+    seen: set[str] = set()
+    while state.phase is not Phase.MATCH_OVER:
+        if state.phase is Phase.HAND_OVER:
+            state, events = deal_next_hand(state)
+        else:
+            state, events = apply(state, rng.choice(legal_plays(state)))
+        witness.see(events)
+        seen |= {type(e).__name__ for e in events}
+        if any(isinstance(e, HandScored) for e in events):
+            assert_conserved(state)
+            witness.check_state(state)
+    assert "MatchEnded" in seen
+    if rubber:
+        assert "GameEnded" in seen

@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from basra.client.match import MatchClient, Rejection
+from basra.service import ratelimit
 from basra.service.config import Settings
 from basra.service.errors import DOMAIN
 from basra.service.store import Store
@@ -37,6 +38,27 @@ def start_server() -> Iterator[Callable[..., ServerThread]]:
     yield start
     for server in started:
         server.stop()
+
+
+class HeldClock:
+    """The rate limits' clock, held still: time passes for them only when a test moves it."""
+
+    def __init__(self) -> None:
+        self.at = 1000.0
+
+    def __call__(self) -> float:
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += seconds
+
+
+@pytest.fixture
+def held_clock(monkeypatch: pytest.MonkeyPatch) -> HeldClock:
+    """Every rate-limit bucket (the servers' too) reads this clock for the test's duration."""
+    clock = HeldClock()
+    monkeypatch.setattr(ratelimit, "now", clock)
+    return clock
 
 
 @pytest.fixture

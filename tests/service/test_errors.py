@@ -20,7 +20,7 @@ from basra.service.store.codec import encode_record
 from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
-from tests.service.conftest import BASE, new_match, rejected, rpc_error
+from tests.service.conftest import BASE, HeldClock, new_match, rejected, rpc_error
 from tests.service.driver import play_match, stored_record
 from tests.support import ServerThread
 
@@ -407,15 +407,16 @@ def test_seeds_are_refused_unless_allowed(
 
 
 def test_creation_rate_is_limited_with_a_retry_delay(
-    start_server: Callable[..., ServerThread], redis_url: str
+    start_server: Callable[..., ServerThread], redis_url: str, held_clock: HeldClock
 ) -> None:
+    # The limits' clock stands still: the three creations are at the same instant, however long
+    # they take, so the third finds the bucket empty and its next token exactly 2 s away.
     server = start_server(redis_url=redis_url, create_rate=0.5, create_burst=2)
     _, first = MatchClient.create(server.channel, request_id=RATE_LIMITED_RETRY)
     MatchClient.create(server.channel)
     r = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel)))
     assert (r.code, r.reason) == (Code.RESOURCE_EXHAUSTED, "RATE_LIMITED")
-    assert r.retry_after_s is not None
-    assert 0 < r.retry_after_s <= 2
+    assert r.retry_after_s == 2.0
     assert r.message == "too many matches created (per replica): retry later"
     # The delay in whole milliseconds, the same in the metadata as in RetryInfo.
     assert r.metadata == {"retry_after_s": str(r.retry_after_s), "scope": "replica"}

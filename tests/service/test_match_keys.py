@@ -64,6 +64,38 @@ def test_resuming_beyond_a_rolled_back_match_is_version_ahead_and_recoverable(
     stream.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
 
 
+def test_resuming_exactly_one_version_beyond_a_rolled_back_match_is_version_ahead(
+    server: ServerThread, redis_url: str
+) -> None:
+    """Restored one version back, a stream resumed after the version the client last saw (the
+    match's current version plus one) is refused: accepted, it would wait for that version and
+    never send the match's next one, which has the number the client already saw."""
+    store = redis.Redis.from_url(redis_url)
+    client = new_match(server, seed=6)
+    play_match(client, random.Random(2), stop=lambda v: v.version >= 2)
+    match_keys = (keys.match_key(client.match_id), keys.events_key(client.match_id))
+    snapshot = {key: store.dump(key) for key in match_keys}
+    play_match(client, random.Random(3), stop=lambda v: v.version >= 3)
+    seen = client.view(0).version
+    for key, dumped in snapshot.items():
+        assert dumped is not None
+        store.restore(key, 0, dumped, replace=True)
+    current = client.view(0).version
+    assert seen == current + 1
+    error = rpc_error(
+        lambda: list(
+            client.stub.WatchMatch(
+                pb.WatchMatchRequest(match_id=client.match_id, after_version=seen),
+                metadata=client.metadata(0),
+                timeout=10,
+            )
+        )
+    )
+    r = Rejection.of(error)
+    assert (r.code, r.reason) == (grpc.StatusCode.OUT_OF_RANGE, "VERSION_AHEAD")
+    assert r.metadata == {"after_version": str(seen), "current_version": str(current)}
+
+
 def test_a_finished_match_expires_after_the_finished_ttl_not_the_idle_one(
     start_server: Callable[..., ServerThread], redis_url: str
 ) -> None:

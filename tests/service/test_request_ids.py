@@ -4,7 +4,6 @@ caller's API key); and one caller's creations must not starve the others (per-ca
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -19,7 +18,7 @@ from basra.service.store.base import NewMatch
 from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
-from tests.service.conftest import rpc_error
+from tests.service.conftest import HeldClock, rpc_error
 from tests.support import ServerThread
 
 
@@ -141,6 +140,64 @@ def test_creations_are_limited_per_caller_as_well_as_per_replica(
     other.close()
 
 
+def create_on_a_new_connection(server: ServerThread) -> object:
+    """A creation over a connection of its own (a channel with its own subchannel pool, so gRPC
+    shares no connection with another channel), closed after the call."""
+    options = [("grpc.use_local_subchannel_pool", 1)]
+    with grpc.insecure_channel(server.target, options=options) as channel:
+        return MatchClient.create(channel, seed=1)
+
+
+def test_the_per_caller_limit_follows_the_caller_not_its_connection(
+    start_server: Callable[..., ServerThread], held_clock: HeldClock
+) -> None:
+    """A caller opening a new connection (a new client port) per creation is the same caller:
+    its third creation is refused by its own bucket."""
+    server = start_server(
+        caller_create_rate=1.0, caller_create_burst=2, create_rate=1000.0, create_burst=1000
+    )
+    create_on_a_new_connection(server)
+    create_on_a_new_connection(server)
+    refused = Rejection.of(rpc_error(partial(create_on_a_new_connection, server)))
+    assert (refused.code, refused.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")
+    assert refused.metadata["scope"] == "caller"
+    assert refused.retry_after_s == 1.0
+
+
+def test_a_caller_refused_by_the_replica_budget_gets_its_own_token_back(
+    start_server: Callable[..., ServerThread], held_clock: HeldClock
+) -> None:
+    """Refused because all callers together spent the replica's budget, a caller keeps the token
+    it took from its own bucket: once the replica's budget refills (1 s), it creates again, long
+    before its own bucket's refill (1,000 s) would let it."""
+    server = start_server(
+        caller_create_rate=0.001, caller_create_burst=2, create_rate=1.0, create_burst=1
+    )
+    MatchClient.create(server.channel, seed=1)  # the caller's bucket: 1 left; the replica's: 0
+    refused = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
+    assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", "replica")
+    assert refused.retry_after_s == 1.0
+    held_clock.advance(1.0)
+    MatchClient.create(server.channel, seed=1)  # the token given back, and the replica's new one
+    refused = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
+    assert refused.metadata["scope"] == "caller"
+
+
+def test_caller_buckets_are_evicted_by_last_use_not_by_age() -> None:
+    """A caller seen again is the most recently seen: a newcomer past the bound evicts the
+    caller least recently seen, not the oldest one, so the caller seen again stays limited."""
+    now = [0.0]
+    buckets = CallerBuckets(rate=1.0, burst=1, max_callers=3, clock=lambda: now[0])
+    for name in ("a", "b", "c"):
+        assert buckets.bucket(name).take() == 0
+    assert buckets.bucket("a").take() == 1.0  # "a", the oldest, seen again: its bucket is empty
+    buckets.bucket("d")  # past the bound: "b" (least recently seen) is dropped, not "a"
+    assert len(buckets) == 3
+    assert buckets.bucket("a").take() == 1.0, "a caller seen again stays tracked, still empty"
+    assert buckets.bucket("c").take() == 1.0
+    assert buckets.bucket("b").take() == 0, "the caller least recently seen started afresh"
+
+
 def test_caller_buckets_keep_a_bounded_number_of_callers() -> None:
     now = [0.0]
     buckets = CallerBuckets(rate=1.0, burst=1, max_callers=3, clock=lambda: now[0])
@@ -200,7 +257,7 @@ def test_with_an_api_key_the_callers_of_that_key_share_its_bucket(
 
 @pytest.mark.parametrize("scope", ["caller", "replica"])
 def test_creation_is_refused_until_the_next_one_is_due_however_soon(
-    start_server: Callable[..., ServerThread], scope: str
+    start_server: Callable[..., ServerThread], held_clock: HeldClock, scope: str
 ) -> None:
     """An empty bucket refuses, even when its next token is a fraction of a second away (the
     replica's clocks held still here, so that none arrives meanwhile)."""
@@ -215,17 +272,12 @@ def test_creation_is_refused_until_the_next_one_is_due_however_soon(
         else {"create_rate": 4, "create_burst": 1}
     )
     server = start_server(**rates)
-    servicer = server.server.servicer
-    assert servicer is not None
-    now = [time.monotonic()]
-    # The replica's bucket and its per-caller ones (made from now on) read this clock.
-    servicer._creations._clock = servicer._caller_creations._clock = lambda: now[0]
     MatchClient.create(server.channel, seed=1)
     refused = Rejection.of(rpc_error(lambda: MatchClient.create(server.channel, seed=1)))
     assert (refused.reason, refused.metadata["scope"]) == ("RATE_LIMITED", scope)
     assert refused.retry_after_s is not None
     assert 0 < refused.retry_after_s <= 0.25
-    now[0] += 0.25  # the next token is in
+    held_clock.advance(0.25)  # the next token is in
     MatchClient.create(server.channel, seed=1)
 
 

@@ -443,3 +443,39 @@ def test_the_hands_of_a_rubber_s_second_game_are_scored_as_its_own(server: Serve
             games.append(played.hand_score.game)
     assert games[0] == 1
     assert games == sorted(games)  # each hand in the game it was played in, the last too
+
+
+RUBBER_SEED = 20
+"""A seed (also the random plays' seed) whose rubber is won 3-2, in its fifth game."""
+
+
+def test_get_match_and_score_report_the_last_game_after_a_won_rubber_never_one_more(
+    server: ServerThread,
+) -> None:
+    """The games are counted from the GameEnded events the plays answered, not from any game
+    number the service reports: while the rubber runs, the current game is one past the games
+    ended; once it is won, GetMatch and Score report the last game played (a best of five ends
+    by game 5 at the latest, never "game 6")."""
+    clients, _ = create(server, "egyptian", 2, seed=RUBBER_SEED, rubber=True)
+    rng = random.Random(RUBBER_SEED)
+    ended = 0
+    view = clients[0].view(0)
+    while view.status != game_pb2.MATCH_STATUS_MATCH_OVER:
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            for seat, client in enumerate(clients):
+                assert client.view(seat).game == ended + 1
+                assert {h.game for h in client.score(seat).scoreboard.hands} <= {ended + 1}
+            view = clients[view.next_dealer].deal(view.next_dealer).view
+            continue
+        seat = view.to_play
+        pick = rng.choice(clients[seat].plans(seat))
+        plan_id = rng.randint(1, len(pick.plans)) if pick.plans else 0
+        played = clients[seat].play(seat, pick.card, plan_id)
+        ended += sum(e.WhichOneof("event") == "game_ended" for e in played.events)
+        view = played.view
+    assert ended == 5, "the seed plays the rubber to its fifth game"
+    for seat, client in enumerate(clients):
+        assert client.view(seat).game == 5
+        hands = client.score(seat).scoreboard.hands
+        assert hands, "the scoreboard keeps the last game's hands"
+        assert {h.game for h in hands} == {5}

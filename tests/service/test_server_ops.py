@@ -164,6 +164,25 @@ def test_logged_request_fields_are_cut_to_a_bounded_length(server: ServerThread)
     assert logs.clip(7) == 7
 
 
+def test_logged_bytes_fields_are_cut_as_strings_are() -> None:
+    """A bytes field (a request's raw bytes) is logged as its text, cut to the same bound as a
+    string field, not written whole as a bytes literal."""
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        logging.getLogger("basra.test").info(
+            "bytes", extra={"sent": b"b" * 5_000, "text": "s" * 5_000, "odd": b"\xff" + b"o" * 200}
+        )
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    (record,) = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    assert record["sent"] == "b" * logs.FIELD_LIMIT + "...[4900 more characters]"
+    assert record["text"] == "s" * logs.FIELD_LIMIT + "...[4900 more characters]"
+    # Bytes that are not UTF-8 are logged with a replacement character, cut all the same.
+    assert record["odd"] == "\ufffd" + "o" * (logs.FIELD_LIMIT - 1) + "...[101 more characters]"
+    assert logs.clip(b"short") == "short"
+
+
 def test_redaction_masks_anything_shaped_like_a_secret() -> None:
     token = "A" * 43
     text = logs.redact(f'authorization: Bearer {token} x-api-key: "k3y" raw {token}')

@@ -1,5 +1,9 @@
 """Token buckets: at most ``burst`` at once, refilled at ``rate`` per second; one per replica
-and one per caller for match creation."""
+and one per caller for match creation.
+
+A bucket made without a clock reads ``now``, looked up at every call: a test holds time still (or
+moves it) for every bucket of a running server by replacing ``now`` (pytest's ``monkeypatch``).
+"""
 
 from __future__ import annotations
 
@@ -8,24 +12,32 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+Clock = Callable[[], float]
+
+
+def now() -> float:
+    """The buckets' default clock: monotonic seconds."""
+    return time.monotonic()
+
 
 class TokenBucket:
     """Limits how fast something may happen (match creation, per replica)."""
 
-    def __init__(
-        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, rate: float, burst: int, clock: Clock | None = None) -> None:
         self._rate = rate
         self._burst = float(burst)
         self._tokens = float(burst)
         self._clock = clock
-        self._at = clock()
+        self._at = self._now()
+
+    def _now(self) -> float:
+        return self._clock() if self._clock is not None else now()
 
     def take(self) -> float:
         """Take one token: 0.0 when allowed, else the seconds until one is available."""
-        now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
-        self._at = now
+        at = self._now()
+        self._tokens = min(self._burst, self._tokens + (at - self._at) * self._rate)
+        self._at = at
         if self._tokens >= 1:
             self._tokens -= 1
             return 0.0
@@ -49,7 +61,7 @@ class CallerBuckets:
         rate: float,
         burst: int,
         max_callers: int,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         self._rate = rate
         self._burst = burst
