@@ -629,3 +629,49 @@ def test_a_point_table_naming_no_card_is_refused(card: int) -> None:
     with pytest.raises(CorruptStateError) as refused:
         decode_profile(bytes(data))
     assert str(refused.value) == "state bytes hold an invalid point table"
+
+
+def test_a_rubber_game_just_won_round_trips_with_its_totals_and_hands() -> None:
+    # The finished game stays (scores, carry, hands) until the next deal; the flag says so.
+    rubber = match_profile("egyptian", 2, rubber=True)
+    scored = history(rubber, [[(30, 10, 0, 0), (22, 1, 1, 10)]] * 3)
+    totals = tuple(sum(h.totals[s] for h in scored) for s in range(rubber.sides))
+    winner = totals.index(max(totals))
+    ended = consistent(
+        rubber,
+        scored,
+        phase=Phase.HAND_OVER,
+        hand_number=3,  # the hand just scored
+        dealer=0,
+        games=(GameResult(winner, totals),),
+        game_ended=True,
+    )
+    assert round_trips(ended).game == 1
+    assert not round_trips(replace(ended, game_ended=False)).game_ended
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"phase": Phase.PLAYING},  # a hand in progress cannot follow a just-won game
+        {"games": ()},  # no game was won
+    ],
+    ids=["playing", "no-game"],
+)
+def test_a_just_won_game_flag_on_a_state_that_won_none_is_corrupt(
+    fields: dict[str, object],
+) -> None:
+    rubber = match_profile("egyptian", 2, rubber=True)
+    scored = history(rubber, [[(30, 10, 0, 0), (22, 1, 1, 10)]])
+    totals = tuple(sum(h.totals[s] for h in scored) for s in range(rubber.sides))
+    state = consistent(
+        rubber,
+        scored,
+        phase=Phase.HAND_OVER,
+        hand_number=1,
+        dealer=0,
+        games=(GameResult(0, totals),),
+        game_ended=True,
+    )
+    with pytest.raises(CorruptStateError, match="just-ended game"):
+        decode(encode(replace(state, **fields)))  # type: ignore[arg-type]

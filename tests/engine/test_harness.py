@@ -41,10 +41,15 @@ def play_match(seed: int, rng: random.Random, profile: Profile = ERAM, greedy: b
     carry = 0
     hands = 0
     plays_in_hand = 0
+    game_won = False
     while True:
         for event in events:
             if isinstance(event, HandStarted):
                 plays_in_hand = 0
+                if game_won:  # a rubber's next game starts at 0 with no carry
+                    assert state.scores == (0,) * profile.sides
+                    assert (state.carry, state.history, state.game_ended) == (0, (), False)
+                    game_won = False
             elif isinstance(event, CardPlayed):
                 plays_in_hand += 1
                 assert event.basra <= bool(event.captured)
@@ -56,13 +61,15 @@ def play_match(seed: int, rng: random.Random, profile: Profile = ERAM, greedy: b
                 if profile.name in RULE_SYSTEMS:
                     check_hand_points(event, carry, profile.name)
                 carry = event.score.carry_after
-                if not any(isinstance(e, GameEnded) for e in events):  # a new game starts at 0
-                    assert event.totals == state.scores
+                # A won game's totals stay shown until the next game's first deal.
+                assert event.totals == state.scores
             elif isinstance(event, GameEnded):
                 assert event.totals[event.winner] == max(event.totals)
                 assert event.totals.count(max(event.totals)) == 1
                 assert event.games_won == state.games_won
-                assert state.carry == 0 or state.phase is Phase.MATCH_OVER
+                assert state.game_ended or state.phase is Phase.MATCH_OVER
+                assert state.history[-1].carry_after == state.carry
+                game_won = True
                 carry = 0  # each game of a rubber starts with no carry
             elif isinstance(event, MatchEnded):
                 assert event.totals[event.winner] >= profile.target

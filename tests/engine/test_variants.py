@@ -307,14 +307,17 @@ def test_egyptian_rubber_best_of_five_each_game_from_0_with_no_carry_and_a_rando
     scored = next(e for e in events if isinstance(e, HandScored))
     assert (scored.game, scored.totals) == (2, (130, 98))  # the hand belongs to game 2
     assert not any(isinstance(e, MatchEnded) for e in events)
-    assert (after.phase, after.scores, after.carry, after.history) == (
+    # The finished game stays as it ended (its totals, its hands, game 2) until the next deal.
+    assert (after.phase, after.scores, after.game_ended, after.game) == (
         Phase.HAND_OVER,
-        (0, 0),
-        0,
-        (),
+        (130, 98),
+        True,
+        2,
     )
+    assert after.history[-1].totals == (40, 3)  # the hand that won it, 90 + 40 and 95 + 3
     nxt, _ = deal_next_hand(after)
     assert (nxt.hand_number, nxt.scores, nxt.carry) == (after.hand_number + 1, (0, 0), 0)
+    assert (nxt.history, nxt.game_ended, nxt.game) == ((), False, 3)
     assert view(nxt, 0).target == 101
 
 

@@ -454,24 +454,41 @@ def test_get_match_and_score_report_the_last_game_after_a_won_rubber_never_one_m
 ) -> None:
     """The games are counted from the GameEnded events the plays answered, not from any game
     number the service reports: while the rubber runs, the current game is one past the games
-    ended; once it is won, GetMatch and Score report the last game played (a best of five ends
-    by game 5 at the latest, never "game 6")."""
+    ended, except between a game-winning play and the next deal, when the finished game stays
+    shown (its number, its totals, its hands on the score sheet); once the rubber is won,
+    GetMatch and Score report the last game played (a best of five ends by game 5 at the
+    latest, never "game 6")."""
     clients, _ = create(server, "egyptian", 2, seed=RUBBER_SEED, rubber=True)
     rng = random.Random(RUBBER_SEED)
     ended = 0
+    won: game_pb2.GameEnded | None = None  # the game the last play won, until the next deal
     view = clients[0].view(0)
     while view.status != game_pb2.MATCH_STATUS_MATCH_OVER:
         if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
             for seat, client in enumerate(clients):
-                assert client.view(seat).game == ended + 1
-                assert {h.game for h in client.score(seat).scoreboard.hands} <= {ended + 1}
+                shown = client.view(seat)
+                hands = client.score(seat).scoreboard.hands
+                if won is None:
+                    assert shown.game == ended + 1
+                    assert {h.game for h in hands} <= {ended + 1}
+                else:
+                    assert shown.game == won.game == ended
+                    assert [side.score for side in shown.sides] == list(won.side_totals)
+                    assert hands, "the finished game's hands stay on the score sheet"
+                    assert {h.game for h in hands} == {ended}
             view = clients[view.next_dealer].deal(view.next_dealer).view
+            if won is not None:  # the next game's first deal starts it at 0
+                assert (view.game, [side.score for side in view.sides]) == (ended + 1, [0, 0])
+            won = None
             continue
         seat = view.to_play
         pick = rng.choice(clients[seat].plans(seat))
         plan_id = rng.randint(1, len(pick.plans)) if pick.plans else 0
         played = clients[seat].play(seat, pick.card, plan_id)
-        ended += sum(e.WhichOneof("event") == "game_ended" for e in played.events)
+        for event in played.events:
+            if event.WhichOneof("event") == "game_ended":
+                ended += 1
+                won = event.game_ended
         view = played.view
     assert ended == 5, "the seed plays the rubber to its fifth game"
     for seat, client in enumerate(clients):

@@ -50,6 +50,8 @@ _HEADER = struct.Struct(">QBHBBBBBH")
 _FLAG_PARTNERSHIPS: Final = 1
 _FLAG_DEAL_SINGLY: Final = 2
 _FLAG_STANDARD_POINTS: Final = 4  # the point table is RULES.md's (the pairs are left out)
+# In the phase byte: a rubber's game has just been won and the next is not dealt (State.game_ended).
+_GAME_ENDED: Final = 0x80
 _LAST_PLAY = struct.Struct(">BBBBB")  # seat, card, plan, basra points, sweep
 _SIDE_HAND = struct.Struct(">BBBH")  # cards, specials, basras, basra points
 # Version 1 (ERAM only, two seats; read, never written).
@@ -65,7 +67,7 @@ def encode(state: State) -> bytes:
     out += _profile_bytes(p)
     out += _HEADER.pack(
         state.seed,
-        state.phase,
+        state.phase | (_GAME_ENDED if state.game_ended else 0),
         state.hand_number,
         state.dealer,
         state.turn,
@@ -237,6 +239,8 @@ class _Reader:
         profile = _profile(name, fixed + self.take(2 * pairs))
         seats, sides = profile.seats, profile.sides
         seed, phase, hand_number, dealer, turn, plays, last, winner, carry = self.unpack(_HEADER)
+        game_ended = bool(phase & _GAME_ENDED)
+        phase &= ~_GAME_ENDED
         scores = self.words(sides)
         hands = tuple(self.cards() for _ in range(seats))
         floor = self.cards()
@@ -294,6 +298,7 @@ class _Reader:
             history=history,
             games=tuple(games),
             winner=None if winner == _NONE else winner,
+            game_ended=game_ended,
         )
 
     def _state_v1(self, name_length: int) -> State:
@@ -532,3 +537,9 @@ def _check_consistent(state: State) -> None:
         raise CorruptStateError("carry does not follow from the hand scores")
     if (state.winner is None) != (state.phase is not Phase.MATCH_OVER):
         raise CorruptStateError("winner and phase disagree")
+    if state.game_ended and (
+        state.phase is not Phase.HAND_OVER
+        or not state.games
+        or state.games[-1].totals != state.scores
+    ):
+        raise CorruptStateError("a just-ended game must be the last game, its hand over")

@@ -108,7 +108,9 @@ def deal_next_hand(state: State) -> tuple[State, tuple[Event, ...]]:
 
 def next_dealer(state: State) -> int:
     """The seat that deals the next hand (meaningful when a hand is over)."""
-    if state.games and not state.history:  # A rubber's game just ended: a new game begins.
+    # A rubber's game just ended: a new game begins. (A state stored without the game_ended
+    # flag shows the same moment as a game with no hand scored yet.)
+    if state.game_ended or (state.games and not state.history):
         return first_dealer(state.seed, len(state.games) + 1, state.seats)
     return (state.dealer + 1) % state.seats
 
@@ -277,6 +279,9 @@ def _start_hand(state: State, dealer: int) -> tuple[State, tuple[Event, ...]]:
     )
     leader = (dealer + 1) % profile.seats  # The seat after the dealer plays first.
     sides = profile.sides
+    # The first deal of a rubber's next game starts it at 0 with no carry (VARIANTS.md,
+    # egyptian "Rubber", Decision); the finished game's scores stayed shown until now.
+    new_game = state.game_ended
     started = State(
         profile=profile,
         seed=state.seed,
@@ -293,9 +298,9 @@ def _start_hand(state: State, dealer: int) -> tuple[State, tuple[Event, ...]]:
         last_capturer=None,
         last_play=None,
         plays=0,
-        scores=state.scores,
-        carry=state.carry,
-        history=state.history,
+        scores=(0,) * sides if new_game else state.scores,
+        carry=0 if new_game else state.carry,
+        history=() if new_game else state.history,
         games=state.games,
         winner=state.winner,
     )
@@ -429,22 +434,22 @@ def _end_hand(state: State, played: CardPlayed) -> tuple[State, tuple[Event, ...
     if match_won:
         events.append(MatchEnded(winner, totals))
         return after, tuple(events)
-    # A rubber: the game is won; the side with enough games wins the rubber, else a new game
-    # starts at 0 with no carry (VARIANTS.md, egyptian "Rubber", Decision).
+    # A rubber: the game is won; the side with enough games wins the rubber, else the next
+    # deal starts a new game (``_start_hand``). Until then the finished game stays as it ended.
     games = (*state.games, GameResult(winner, totals))
     after = replace(after, games=games)
     events.append(GameEnded(len(games), winner, totals, after.games_won))
     if after.games_won[winner] >= profile.rubber_wins:
         events.append(MatchEnded(winner, totals))
         return replace(after, phase=Phase.MATCH_OVER, winner=winner), tuple(events)
-    zeros = (0,) * profile.sides
-    return replace(after, scores=zeros, carry=0, history=()), tuple(events)
+    return replace(after, game_ended=True), tuple(events)
 
 
 def current_target(state: State) -> int:
     """The points that win the current game (a rubber's deciding game has its own target)."""
     profile = state.profile
-    games = state.games[:-1] if state.phase is Phase.MATCH_OVER else state.games
+    finished = state.phase is Phase.MATCH_OVER or state.game_ended
+    games = state.games[:-1] if finished else state.games
     won = [0] * profile.sides
     for game in games:
         won[game.winner] += 1

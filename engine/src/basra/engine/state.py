@@ -218,6 +218,10 @@ class State:
     """A rubber's finished games, oldest first (empty without a rubber)."""
     winner: int | None
     """Winning side once the match is over."""
+    game_ended: bool
+    """A rubber's game has just been won (its result is the last of ``games``) and the next
+    game is not dealt yet: ``scores``, ``carry`` and ``history`` are still the finished game's,
+    so a score sheet shows it until the next game's first deal starts it at 0 with no carry."""
 
     # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
     def __init__(
@@ -242,6 +246,7 @@ class State:
         history: tuple[HandScore, ...],
         games: tuple[GameResult, ...],
         winner: int | None,
+        game_ended: bool = False,
     ) -> None:
         object.__setattr__(self, "profile", profile)
         object.__setattr__(self, "seed", seed)
@@ -263,6 +268,7 @@ class State:
         object.__setattr__(self, "history", history)
         object.__setattr__(self, "games", games)
         object.__setattr__(self, "winner", winner)
+        object.__setattr__(self, "game_ended", game_ended)
 
     @property
     def seats(self) -> int:
@@ -281,7 +287,7 @@ class State:
     def game(self) -> int:
         """The current game's number in a rubber, from 1 (the last game once the rubber is won);
         1 without a rubber."""
-        over = self.phase is Phase.MATCH_OVER and self.games
+        over = (self.phase is Phase.MATCH_OVER or self.game_ended) and self.games
         return len(self.games) + (0 if over else 1)
 
     @property
