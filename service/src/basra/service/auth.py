@@ -19,9 +19,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Final
 
-import grpc
-
-from basra.service.errors import ServiceError, invalid_argument
+from basra.service.errors import Reason, ServiceError, invalid_argument
 
 TOKEN_BYTES: Final = 32
 HASH_BYTES: Final = 32
@@ -64,8 +62,7 @@ def bearer_token(metadata: Metadata) -> str:
             if scheme.lower() == "bearer" and token.strip():
                 return token.strip()
     raise ServiceError(
-        grpc.StatusCode.UNAUTHENTICATED,
-        "TOKEN_MISSING",
+        Reason.TOKEN_MISSING,
         "send the seat token as 'authorization: Bearer <token>' metadata",
     )
 
@@ -86,8 +83,7 @@ def seat_of(token: str, hashes: Sequence[bytes]) -> int:
 def read_only() -> ServiceError:
     """The rejection of a watch token where a seat token is needed."""
     return ServiceError(
-        grpc.StatusCode.PERMISSION_DENIED,
-        "WATCH_TOKEN_READ_ONLY",
+        Reason.WATCH_TOKEN_READ_ONLY,
         "a watch token only reads (GetMatch, Score, WatchMatch): this call needs a seat token",
     )
 
@@ -132,9 +128,7 @@ def is_one_of(token: str, hashes: Sequence[bytes]) -> bool:
 
 def token_invalid() -> ServiceError:
     """The rejection of a token that is none of the match's."""
-    return ServiceError(
-        grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID", "the seat token is not valid here"
-    )
+    return ServiceError(Reason.TOKEN_INVALID, "the seat token is not valid here")
 
 
 def watch_token(seat_token: str, salt: bytes = b"") -> str:
@@ -159,13 +153,9 @@ def check_api_key(metadata: Metadata, expected: str | None) -> None:
         (v for k, v in metadata if k.lower() == "x-api-key" and isinstance(v, str)), None
     )
     if presented is None:
-        raise ServiceError(
-            grpc.StatusCode.UNAUTHENTICATED, "API_KEY_MISSING", "send 'x-api-key' metadata"
-        )
+        raise ServiceError(Reason.API_KEY_MISSING, "send 'x-api-key' metadata")
     if not hmac.compare_digest(presented.encode(), expected.encode()):
-        raise ServiceError(
-            grpc.StatusCode.PERMISSION_DENIED, "API_KEY_INVALID", "the API key is not valid"
-        )
+        raise ServiceError(Reason.API_KEY_INVALID, "the API key is not valid")
 
 
 def check_match_id(match_id: str) -> str:

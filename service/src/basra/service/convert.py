@@ -31,7 +31,7 @@ from basra.engine.cards import cards_of
 from basra.engine.game import current_target
 from basra.engine.profile import RUBBER_FINAL_TARGET, RUBBER_WINS, RULE_SYSTEMS, RuleSystem
 from basra.engine.rules import BASRA_VALUE, BasraValue, MajorityTie, SevenRule
-from basra.service.errors import ServiceError, invalid_argument
+from basra.service.errors import Reason, ServiceError, invalid_argument
 from basra.v1 import basra_service_pb2, game_pb2, rules_pb2
 
 _STATUS = {
@@ -69,7 +69,7 @@ def card_from_pb(card: game_pb2.Card, field: str = "card") -> Card:
 
 
 def invalid_card(field: str) -> ServiceError:
-    return invalid_argument(field, "must have a rank and a suit", reason="INVALID_CARD")
+    return invalid_argument(field, "must have a rank and a suit", reason=Reason.INVALID_CARD)
 
 
 def status_of(phase: Phase) -> game_pb2.MatchStatus.ValueType:

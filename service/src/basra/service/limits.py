@@ -28,9 +28,8 @@ from typing import Any, Final, NoReturn, TypeAlias, TypeVar
 
 import grpc
 
-from basra.service.errors import ServiceError
+from basra.service.errors import Reason, ServiceError
 
-REASON: Final = "REQUEST_TIMEOUT"
 TOO_MANY_CALLS: Final = "Concurrent RPC limit exceeded"
 """The status message of a call refused past the limit (as gRPC's own limit words it)."""
 T = TypeVar("T")
@@ -185,8 +184,7 @@ class RequestDeadline:
         if request is not _EOF:
             return request
         error = ServiceError(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            "INVALID_ARGUMENT",
+            Reason.INVALID_ARGUMENT,
             "request: no request message was sent",
             {"field": "request"},
             field_violations={"request": "no request message was sent"},
@@ -214,8 +212,7 @@ class RequestDeadline:
                 raise
             self._on_timeout()
             raise ServiceError(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-                REASON,
+                Reason.REQUEST_TIMEOUT,
                 f"the request message did not arrive within {self._timeout_s:g} s",
                 {"timeout_s": self._timeout_s},
             ) from None

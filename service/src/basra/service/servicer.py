@@ -27,7 +27,6 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple, TypeVar
 
-import grpc
 from google.protobuf.message import Message
 
 from basra.engine import (
@@ -56,6 +55,7 @@ from basra.engine.game import MAX_SEED
 from basra.service import auth, convert, records, watch
 from basra.service.config import Settings
 from basra.service.errors import (
+    Reason,
     ServiceError,
     from_engine,
     internal,
@@ -177,7 +177,7 @@ class Servicer:
             response = await handler(request, caller)
         except Exception as exc:
             error = _reject(exc)
-            if error.reason == "TOKEN_INVALID" and method in _SEAT_CHANGES:
+            if error.reason == Reason.TOKEN_INVALID.name and method in _SEAT_CHANGES:
                 error = await self._watch_token_refused(request, caller, error)
             self._observe(method, request, start, error)
             raise error from exc
@@ -278,8 +278,7 @@ class Servicer:
         auth.check_api_key(caller.metadata, self._settings.api_key)
         if request.HasField("seed") and not self._settings.allow_seeds:
             raise ServiceError(
-                grpc.StatusCode.PERMISSION_DENIED,
-                "SEEDS_DISABLED",
+                Reason.SEEDS_DISABLED,
                 "this server draws its own seeds: omit seed",
             )
         fingerprint = auth.fingerprint(_rpc(request), _without_request_id(request))
@@ -388,7 +387,7 @@ class Servicer:
 
     async def Play(self, request: pb.PlayRequest, caller: Caller) -> pb.PlayResponse:
         if not request.HasField("card"):
-            raise invalid_argument("card", "is required", reason="INVALID_CARD")
+            raise invalid_argument("card", "is required", reason=Reason.INVALID_CARD)
         card = convert.card_from_pb(request.card)
         if request.plan_id < 0:
             raise invalid_argument("plan_id", "must be 0 (none named) or a plan id from 1")
@@ -557,8 +556,7 @@ class Servicer:
             # Not INVALID_ARGUMENT: the client saw those versions, then the store went back to an
             # older snapshot. OUT_OF_RANGE tells it to reload and resume (proto/README.md).
             raise ServiceError(
-                grpc.StatusCode.OUT_OF_RANGE,
-                "VERSION_AHEAD",
+                Reason.VERSION_AHEAD,
                 f"after_version is beyond the match's current version {record.version}: call "
                 "GetMatch and resume from its version",
                 {"after_version": request.after_version, "current_version": record.version},
@@ -599,8 +597,7 @@ class Servicer:
         state = records.replay([(e.version, e.command) for e in page.entries], version)
         if state is None:
             raise ServiceError(
-                grpc.StatusCode.OUT_OF_RANGE,
-                "HISTORY_TRIMMED",
+                Reason.HISTORY_TRIMMED,
                 "this request is older than the match history kept, so its response cannot be "
                 "given again: call GetMatch to see whether it was applied",
                 {"after_version": version, "oldest_version": page.oldest_version},
@@ -729,8 +726,7 @@ class Servicer:
         if expected is not None:
             seen["expected_version"] = expected
         raise ServiceError(
-            grpc.StatusCode.ABORTED,
-            "VERSION_MISMATCH",
+            Reason.VERSION_MISMATCH,
             "the match kept changing under this call: reload and decide again",
             seen,
         )
@@ -862,8 +858,7 @@ _RULES: Final = convert.list_rules_response()
 
 def _not_found(match_id: str) -> ServiceError:
     return ServiceError(
-        grpc.StatusCode.NOT_FOUND,
-        "MATCH_NOT_FOUND",
+        Reason.MATCH_NOT_FOUND,
         f"no match {match_id!r}: it never existed or has expired",
         {"match_id": match_id},
     )
@@ -871,8 +866,7 @@ def _not_found(match_id: str) -> ServiceError:
 
 def _access_kept_changing(record: MatchRecord) -> ServiceError:
     return ServiceError(
-        grpc.StatusCode.ABORTED,
-        "VERSION_MISMATCH",
+        Reason.VERSION_MISMATCH,
         "the match's watch tokens kept changing under this call: call it again",
         {"current_version": record.version},
     )
@@ -880,15 +874,14 @@ def _access_kept_changing(record: MatchRecord) -> ServiceError:
 
 def _request_id_reused() -> ServiceError:
     return invalid_argument(
-        "request_id", "was already used for a different request", reason="REQUEST_ID_REUSED"
+        "request_id", "was already used for a different request", reason=Reason.REQUEST_ID_REUSED
     )
 
 
 def _rate_limited(wait: float, scope: str) -> ServiceError:
     wait = math.ceil(wait * 1000) / 1000  # whole milliseconds, no float noise
     return ServiceError(
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        "RATE_LIMITED",
+        Reason.RATE_LIMITED,
         f"too many matches created (per {scope}): retry later",
         {"retry_after_s": wait, "scope": scope},
         retry_after_s=wait,
@@ -897,8 +890,7 @@ def _rate_limited(wait: float, scope: str) -> ServiceError:
 
 def _version_mismatch(expected: int, current: int) -> ServiceError:
     return ServiceError(
-        grpc.StatusCode.ABORTED,
-        "VERSION_MISMATCH",
+        Reason.VERSION_MISMATCH,
         f"expected version {expected} but the match is at {current}: reload and decide again",
         {"expected_version": expected, "current_version": current},
     )

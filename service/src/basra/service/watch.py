@@ -47,10 +47,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Final
 
-import grpc
-
 from basra.service import convert, records
-from basra.service.errors import ServiceError
+from basra.service.errors import Reason, ServiceError
 from basra.service.metrics import Metrics
 from basra.service.store import EventEntry, Store, StoreUnavailableError, WatchAccess
 from basra.service.store.base import Change, ChangeFeed, EventPage
@@ -312,8 +310,7 @@ class WatchStream:
         if not hmac.compare_digest(current, self._access):
             match_id = self._followed.match_id
             raise ServiceError(
-                grpc.StatusCode.PERMISSION_DENIED,
-                "WATCH_TOKEN_REVOKED",
+                Reason.WATCH_TOKEN_REVOKED,
                 "this watch token was revoked: ask a seat for a new one",
                 {"match_id": match_id},
             )
@@ -322,8 +319,7 @@ class WatchStream:
         match_id = self._followed.match_id
         if page.oldest_version is None:
             raise ServiceError(
-                grpc.StatusCode.NOT_FOUND,
-                "MATCH_NOT_FOUND",
+                Reason.MATCH_NOT_FOUND,
                 f"no match {match_id!r}: it never existed or has expired",
                 {"match_id": match_id},
             )
@@ -332,8 +328,7 @@ class WatchStream:
             not first and after + 1 < page.oldest_version
         ):
             raise ServiceError(
-                grpc.StatusCode.OUT_OF_RANGE,
-                "HISTORY_TRIMMED",
+                Reason.HISTORY_TRIMMED,
                 "events after that version are no longer kept: call GetMatch and resume "
                 "from its version",
                 {"after_version": after, "oldest_version": page.oldest_version},

@@ -7,14 +7,15 @@ the seat count comes from the messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import grpc
 
 from basra.client.cards import CardLike, text
 from basra.client.errors import BasraError
-from basra.v1 import game_pb2
+from basra.v1 import errors_pb2, game_pb2
 
 NOTATIONS = ("symbols", "letters")
 
@@ -142,24 +143,48 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-EXPLANATIONS = {
-    "NOT_YOUR_TURN": "It is not your turn: seat {turn} plays now.",
-    "CARD_NOT_IN_HAND": "You do not hold {card}.",
-    "PLAN_REQUIRED": "{card} can capture in {plan_count} ways: choose one of the plans.",
-    "UNKNOWN_PLAN": "{card} has no plan {plan_id}.",
-    "CAPTURE_REQUIRED": "{card} can capture, and capture is mandatory: it cannot trail.",
-    "HAND_IN_PROGRESS": "The hand is still being played.",
-    "HAND_OVER": "This hand is over: deal the next one first.",
-    "MATCH_OVER": "The match is over: seat {winner} won.",
-    "VERSION_MISMATCH": "The table changed while you were choosing: look again and replay.",
-    "STORE_UNAVAILABLE": "The server cannot reach its match store right now: try again shortly.",
-    "API_KEY_MISSING": "This server needs an API key to create matches: pass --api-key.",
-    "API_KEY_INVALID": "The API key was refused: check the value given to --api-key.",
-    "SEEDS_DISABLED": "This server does not accept seeds: leave out --seed.",
-    "RATE_LIMITED": "Too many matches are being created: wait {retry_after_s} s and try again.",
-    "MATCH_NOT_FOUND": "The match no longer exists (it may have expired).",
-    "TOKEN_INVALID": "The server did not accept this seat's token.",
+# What each reason means to a command-line user, keyed by the generated basra.v1.ErrorReason.
+EXPLANATIONS: Final[Mapping[errors_pb2.ErrorReason.ValueType, str]] = {
+    errors_pb2.ERROR_REASON_NOT_YOUR_TURN: "It is not your turn: seat {turn} plays now.",
+    errors_pb2.ERROR_REASON_CARD_NOT_IN_HAND: "You do not hold {card}.",
+    errors_pb2.ERROR_REASON_PLAN_REQUIRED: (
+        "{card} can capture in {plan_count} ways: choose one of the plans."
+    ),
+    errors_pb2.ERROR_REASON_UNKNOWN_PLAN: "{card} has no plan {plan_id}.",
+    errors_pb2.ERROR_REASON_CAPTURE_REQUIRED: (
+        "{card} can capture, and capture is mandatory: it cannot trail."
+    ),
+    errors_pb2.ERROR_REASON_HAND_IN_PROGRESS: "The hand is still being played.",
+    errors_pb2.ERROR_REASON_HAND_OVER: "This hand is over: deal the next one first.",
+    errors_pb2.ERROR_REASON_MATCH_OVER: "The match is over: seat {winner} won.",
+    errors_pb2.ERROR_REASON_VERSION_MISMATCH: (
+        "The table changed while you were choosing: look again and replay."
+    ),
+    errors_pb2.ERROR_REASON_STORE_UNAVAILABLE: (
+        "The server cannot reach its match store right now: try again shortly."
+    ),
+    errors_pb2.ERROR_REASON_API_KEY_MISSING: (
+        "This server needs an API key to create matches: pass --api-key."
+    ),
+    errors_pb2.ERROR_REASON_API_KEY_INVALID: (
+        "The API key was refused: check the value given to --api-key."
+    ),
+    errors_pb2.ERROR_REASON_SEEDS_DISABLED: "This server does not accept seeds: leave out --seed.",
+    errors_pb2.ERROR_REASON_RATE_LIMITED: (
+        "Too many matches are being created: wait {retry_after_s} s and try again."
+    ),
+    errors_pb2.ERROR_REASON_MATCH_NOT_FOUND: "The match no longer exists (it may have expired).",
+    errors_pb2.ERROR_REASON_TOKEN_INVALID: "The server did not accept this seat's token.",
 }
+
+
+def reason_enum(reason: str) -> errors_pb2.ErrorReason.ValueType | None:
+    """The generated enum value of an ErrorInfo reason (None for a reason this client does not
+    know: a newer server may send one)."""
+    try:
+        return errors_pb2.ErrorReason.Value(f"ERROR_REASON_{reason}")
+    except ValueError:
+        return None
 
 
 def explain(error: BasraError, target: str) -> str:
@@ -168,7 +193,8 @@ def explain(error: BasraError, target: str) -> str:
         return f"No server answers at {target}: start one with `make run`."
     if error.code == grpc.StatusCode.DEADLINE_EXCEEDED and not error.reason:
         return f"The server at {target} did not answer in time: is it overloaded or stuck?"
-    template = EXPLANATIONS.get(error.reason)
+    reason = reason_enum(error.reason) if error.reason else None
+    template = None if reason is None else EXPLANATIONS.get(reason)
     if template is None:
         return f"The server refused: {error.message} ({error.reason or error.code.name})"
     try:
