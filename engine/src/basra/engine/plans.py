@@ -218,7 +218,7 @@ def _profile_sets(
         if k:
             options = _choices(by_value[u], k, table)
             partial = heapq.nlargest(
-                MAX_PLANS, ((s + os, m | om) for s, m in partial for os, om in options)
+                MAX_PLANS, [(s + os, m | om) for s, m in partial for os, om in options]
             )
     return partial
 
@@ -362,7 +362,7 @@ def plan_count(floor: int | Iterable[Card], card: Card, profile: Profile = ERAM)
     profiles = _group_profiles(value, counts)
     if profiles == (tuple(0 for _ in counts),) and not floor_mask & RANK_MASKS[rank]:
         return 0  # Nothing to take: the card trails.
-    return sum(prod(comb(n, k) for n, k in zip(counts, p, strict=True)) for p in profiles)
+    return sum([prod([comb(n, k) for n, k in zip(counts, p, strict=True)]) for p in profiles])
 
 
 __all__ = ["MAX_PLANS", "Plan", "capture_plans", "plan_count"]
