@@ -16,8 +16,6 @@ from basra.client.cards import CardLike, text
 from basra.client.errors import BasraError
 from basra.v1 import game_pb2
 
-NOTATIONS = ("symbols", "letters")
-
 
 @dataclass(frozen=True)
 class Renderer:
