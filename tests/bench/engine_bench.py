@@ -3,7 +3,7 @@
     make bench            # or: python -m tests.bench.engine_bench
 
 Prints human-readable figures, then one JSON line. Figures, not pass/fail: targets are judged by
-reading them (see README, "Performance").
+reading them (see docs/performance.md).
 """
 
 from __future__ import annotations
