@@ -68,7 +68,7 @@ class Plan:
     mask: int = field(repr=False, compare=False)
     """``captures`` as a set."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self,
         id: int,
@@ -105,8 +105,8 @@ def capture_plans(
 
 
 # Not cached here: in self-play most questions are new floors, and a cache costs more to probe,
-# fill and evict than a typical floor's plans cost to find (issue 13: a 16,384-entry cache ran
-# self-play 14% slower, a 16-entry one still 7%). A question asked twice in a row (list a
+# fill and evict than a typical floor's plans cost to find (`make bench`'s self-play shows it,
+# large cache or small). A question asked twice in a row (list a
 # card's plans, then play it) is answered by game.legal_plans; the costly steps of a crowded
 # floor, _group_profiles, _splits and _choices, keep their caches.
 def _plans(floor: int, card: int, table: PointTable) -> tuple[Plan, ...]:
