@@ -1,6 +1,7 @@
 # The two quick-start commands are `make run` and `make test`: they build .venv, install, generate,
 # then serve / test. `make run` needs Python >= 3.11, make, Node.js 20+ and npm (the web table);
-# `make test` also installs redis-server, kubectl and chromium with apt-get when they are missing.
+# `make test` also installs redis-server and chromium with apt-get when they are missing, and
+# `make test-all` (CI) kubectl too.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -13,7 +14,7 @@ TOOLS := $(VENV)/.tools
 # Serving needs the package and its runtime dependencies only; the tests and linters add [dev].
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
-# The components (README, "Where things are"): each a project with a src/ layout, installed editable.
+# The components (docs/design.md): each a project with a src/ layout, installed editable.
 COMPONENTS := engine proto/python clients/python service
 STUBS := proto/python/src/basra/v1
 GEN := $(STUBS)/.generated
@@ -21,7 +22,7 @@ ENGINE_PACKAGE := engine/src/basra/engine
 ENGINE := $(ENGINE_PACKAGE)/.compiled
 ENGINE_SOURCES := $(filter-out $(ENGINE_PACKAGE)/__init__.py,$(wildcard $(ENGINE_PACKAGE)/*.py))
 PROTOS := $(shell find proto -name '*.proto') buf.yaml buf.gen.yaml proto/tools/protoc_gen_grpc_python.py
-# The last released contract: buf breaking compares proto/ with it (README, "Contract releases").
+# The last released contract: buf breaking compares proto/ with it (docs/design.md).
 RELEASED := proto/released.json
 # The TypeScript contract client (tests/contract/node): npm packages from the lock file, stubs by buf.
 NODE := tests/contract/node
@@ -31,7 +32,7 @@ TS_STUBS := $(NODE)/gen/.generated
 GATEWAY_API := tests/deploy/gateway_api
 GATEWAY_API_MODULES := $(GATEWAY_API)/node_modules/.package-lock.json
 
-.PHONY: help setup run test lint typecheck unit bench golden redis-server kubectl contract-release clean
+.PHONY: help setup run test test-all lint typecheck unit unit-all bench golden redis-server kubectl contract-release clean
 .PHONY: web chromium screenshot clean-web
 
 # The web table (web/): npm packages from its lock file, stubs by buf, bundled by esbuild into
@@ -94,11 +95,15 @@ setup: $(STAMP) $(ENGINE) ## set up .venv (package, stubs, test and lint tools) 
 run: $(RUNTIME) $(ENGINE) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
 	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080 --store embedded --drain-seconds 0
 
-lint: $(STAMP) ## buf lint, buf breaking, ruff
+# import-linter keeps the components' boundaries and vulture finds dead code (both configured
+# in pyproject.toml).
+lint: $(STAMP) ## buf lint, buf breaking, ruff, import contracts, dead code
 	$(BIN)/buf lint
 	$(BIN)/buf breaking --against $(RELEASED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/vulture
 
 typecheck: $(STAMP) ## mypy --strict
 	$(BIN)/mypy
@@ -137,6 +142,7 @@ $(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
 # The web table's browser tests (tests/web) need the built table and Chromium.
 run: $(WEB_DIST)
 unit: chromium $(WEB_DIST)
+unit-all: chromium $(WEB_DIST)
 clean: clean-web
 
 $(WEB_MODULES): $(WEB)/package.json $(WEB)/package-lock.json
@@ -169,17 +175,31 @@ screenshot: $(STAMP) redis-server chromium $(WEB_DIST) ## rewrite web/screenshot
 clean-web: ## remove the web table's packages, stubs and build
 	rm -rf $(WEB)/node_modules $(WEB)/gen $(WEB)/dist
 
-# The whole suite runs on both engines: the compiled and the interpreted one must agree, and a
-# machine with no C compiler (`pip install` included) serves on the .py sources. The first run
-# requires the compiled engine when make could build it ($(ENGINE) holds "compiled" or "pure");
-# the second runs on the sources, unless the first already did.
-unit: $(STAMP) $(ENGINE) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only
-	BASRA_ENGINE=$$(cat $(ENGINE)) $(BIN)/pytest
+# The test tiers (docs/testing.md; tests/conftest.py marks each directory's tests). pytest-xdist
+# runs a worker per core, each a session of its own with its own redis-server on a free port.
+# `unit` is the default tier on the engine make built, then the engine's tests on its .py sources
+# (the compiled and the interpreted engine must agree; a machine with no C compiler runs the
+# sources in the first pass already).
+XDIST := -n auto
+unit: $(STAMP) $(ENGINE) redis-server $(TS_STUBS) ## pytest only: the default tier
+	BASRA_ENGINE=$$(cat $(ENGINE)) $(BIN)/pytest $(XDIST) -m "not full"
 	@if [ "$$(cat $(ENGINE))" = compiled ]; then \
-	  echo "BASRA_ENGINE=pure $(BIN)/pytest"; BASRA_ENGINE=pure $(BIN)/pytest; \
-	else echo "no compiled engine: the suite above ran on the .py sources"; fi
+	  echo "BASRA_ENGINE=pure $(BIN)/pytest $(XDIST) -m 'not full' tests/engine"; \
+	  BASRA_ENGINE=pure $(BIN)/pytest $(XDIST) -m "not full" tests/engine; \
+	else echo "no compiled engine: the engine's tests above ran on the .py sources"; fi
 
-test: lint typecheck unit ## set up and run the whole suite
+# Everything, on both engines. The load and web tests measure a server under load or drive a
+# browser, so they run one at a time, after the rest.
+SERIAL_TESTS := tests/load tests/web
+unit-all: $(STAMP) $(ENGINE) redis-server kubectl $(TS_STUBS) $(GATEWAY_API_MODULES) ## pytest only: every test, on both engines
+	@for engine in $$(cat $(ENGINE)) $$([ "$$(cat $(ENGINE))" = compiled ] && echo pure); do \
+	  echo "BASRA_ENGINE=$$engine: $(BIN)/pytest $(XDIST) $(addprefix --ignore ,$(SERIAL_TESTS)), then $(SERIAL_TESTS)"; \
+	  BASRA_ENGINE=$$engine $(BIN)/pytest $(XDIST) $(addprefix --ignore ,$(SERIAL_TESTS)) || exit 1; \
+	  BASRA_ENGINE=$$engine $(BIN)/pytest $(SERIAL_TESTS) || exit 1; \
+	done
+
+test: lint typecheck unit ## set up, lint, type-check and run the default test tier
+test-all: lint typecheck unit-all ## set up, lint, type-check and run every test on both engines (CI)
 
 bench: $(STAMP) $(ENGINE) redis-server ## engine and service figures, last line JSON
 	$(BIN)/python -m tests.bench

@@ -1,4 +1,5 @@
-"""Session fixtures: one real redis-server for the whole test session; Hypothesis profiles."""
+"""Session fixtures: one real redis-server for the whole test session; Hypothesis profiles; the
+test tiers."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import settings
@@ -25,6 +27,28 @@ settings.load_profile(
     if os.environ.get("CI", "").lower() == "true"
     else os.environ.get("BASRA_HYPOTHESIS_PROFILE", "dev")
 )
+
+
+# The tiers (docs/testing.md): `make test` runs `-m "not full"`, `make test-all` everything.
+# A directory's tests are in the tier of its directory, so a new test file lands in a tier by
+# where it is; a test may also carry `full` itself, or `core` to run in `make test` from a
+# directory of the full tier.
+FULL_TIER_DIRECTORIES: Final = frozenset(
+    {"load", "deploy", "packaging", "web", "bench", "mutation"}
+)
+TESTS: Final = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    full = pytest.mark.full
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts
+        if (
+            len(parts) > 1
+            and parts[0] in FULL_TIER_DIRECTORIES
+            and item.get_closest_marker("core") is None
+        ):
+            item.add_marker(full)
 
 
 @pytest.fixture(scope="session")

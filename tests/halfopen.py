@@ -2,7 +2,7 @@
 byte of a request message, then nothing. A well-behaved gRPC client cannot do this, which is why
 the frames are written by hand (HPACK literals, no compression: RFC 7540 and RFC 7541).
 
-Used by the service tests (scaled down) and by ``make bench`` (issue 9's 250 x 100).
+Used by the service tests (scaled down) and by ``make bench`` (250 connections x 100 streams).
 """
 
 from __future__ import annotations

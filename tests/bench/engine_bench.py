@@ -3,7 +3,7 @@
     make bench            # or: python -m tests.bench.engine_bench
 
 Prints human-readable figures, then one JSON line. Figures, not pass/fail: targets are judged by
-reading them (see README, "Performance").
+reading them (see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from basra.engine.cards import CARDS, Card, mask_of
 from basra.engine.plans import capture_plans
 
 REFERENCE_HANDS_PER_S = 9500
-"""The fastest public engine we know (JIT TypeScript), measured once by issue 13 on the machine
-of that issue: a constant, so the ratio printed beside it holds only on a machine as fast.
+"""The fastest public engine we know (JIT TypeScript), measured once on the machine the target
+was set on: a constant, so the ratio printed beside it holds only on a machine as fast.
 ``engine_instructions_per_hand`` (callgrind) is the figure that does not depend on the machine's
 speed or load."""
 

@@ -1,5 +1,5 @@
 """Hardening figures: what a finished match keeps in Redis, and a server's memory under the
-half-open request flood of issue 9 (250 connections x 100 streams, headers and one byte each)."""
+half-open request flood (250 connections x 100 streams, headers and one byte each)."""
 
 from __future__ import annotations
 

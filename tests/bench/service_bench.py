@@ -551,7 +551,7 @@ def _measure(
     )
     print(
         f"  play / bare: {_spread(ratios)} (median and range of the {ALTERNATIONS} paired runs; "
-        f"target 1.0 or more, p99 no worse: issue 13); p99 {play_p99:.1f} ms against "
+        f"target 1.0 or more, p99 no worse); p99 {play_p99:.1f} ms against "
         f"{bare_p99:.1f} ms bare (medians)"
     )
     print(

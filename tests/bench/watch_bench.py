@@ -119,11 +119,10 @@ def _crowd_collector_off() -> Iterator[None]:
     """No garbage collection in this process (the crowd's) while it measures the plays.
 
     The crowd is 10,000 clients in one process: its collections walk every open call's objects
-    and stall its one loop for as long (measured at 340 plays/s: a full collection of 553 ms
-    and young ones up to 107 ms inside the plays), delaying the Plays it sends and the events it
-    reads as 10,000 separate clients never are. Freezing alone did not hold: the young
-    collections of what the plays allocate still paused it. The plays last seconds, and
-    reference counting frees what they drop."""
+    and stall its one loop for as long (full and young collections inside the plays), delaying
+    the Plays it sends and the events it reads as 10,000 separate clients never are. Freezing
+    alone is not enough: the young collections of what the plays allocate would still pause
+    it. The plays last seconds, and reference counting frees what they drop."""
     gc.collect()
     gc.freeze()
     gc.disable()

@@ -21,6 +21,9 @@ import pytest
 from basra.service.config import Settings
 from tests.support import ServerThread
 
+# The terminal client through a pseudo-terminal: `make test-all` (docs/testing.md).
+pytestmark = pytest.mark.full
+
 COMMAND = shutil.which("basra-engine", path=str(Path(sys.executable).parent)) or "basra-engine"
 
 

@@ -34,7 +34,6 @@ SERVER: Final = "basra-engine"
 SECRET: Final = "basra-engine-secrets"
 SECRET_SETTINGS: Final = {"REDIS_URL", "BASRA_API_KEY"}
 ALL: Final = kustomizations()
-OVERLAYS: Final = [name for name in ALL if name.startswith("overlays/")]
 DNS_PORTS: Final = {(53, "UDP"), (53, "TCP")}
 REDIS_PORTS: Final = {6379, 6380, 26379}
 CREDENTIALS_IN_URL: Final = re.compile(r"://[^/@\s]*:[^/@\s]+@")

@@ -1,9 +1,11 @@
 """deploy/README.md, the operator guide, stays true to the code and the manifests: every
-setting with its flag and default, every exported metric, every alert."""
+setting with its flag and default, every exported metric, every alert, and its commands run."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from dataclasses import fields
 from typing import Final
 
@@ -12,6 +14,8 @@ import pytest
 from basra.service.config import ENVIRONMENT, Settings, flag_name
 from tests.deploy.exported import metric_names
 from tests.deploy.manifests import DEPLOY, built, one
+
+ROOT: Final = DEPLOY.parent
 
 README: Final = (DEPLOY / "README.md").read_text()
 CONFIGURE: Final = README.split("\n## Configure\n", 1)[1].split("\n## ", 1)[0]
@@ -51,3 +55,23 @@ def test_every_alert_has_a_section() -> None:
     for group in rule["spec"]["groups"]:
         for alert in group["rules"]:
             assert re.search(rf"^### {alert['alert']}$", README, re.MULTILINE), alert["alert"]
+
+
+def test_the_image_check_of_the_guide_works_with_kubectl() -> None:
+    """The guide's command that shows the production overlay's image runs as written."""
+    guide = " ".join(README.split())
+    command = "kubectl kustomize deploy/kustomize/overlays/production | grep 'image:'"
+    assert f"`{command}`" in guide
+    assert "kustomize edit set" not in guide
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "make test-all installs kubectl"
+    rendered = subprocess.run(
+        ["sh", "-c", command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    images = set(re.findall(r"image: (\S+)", rendered))
+    assert "registry.example.com/basra/basra-engine:0.1.0" in images

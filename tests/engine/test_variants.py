@@ -663,7 +663,7 @@ def test_an_unplayable_profile_is_refused_with_its_reason(
 
 def test_one_deal_a_hand_plays_when_no_card_is_buried() -> None:
     """The refusal above is about burial only: with nothing to bury, or no floor, one deal of
-    all the cards is a playable hand (new_match used to crash on the buried case)."""
+    all the cards is a playable hand, the buried case included."""
     for fields in (
         {"seats": 4, "floor_cards": 8, "cards_per_deal": 11, "buried": 0},
         {"seats": 4, "floor_cards": 0, "cards_per_deal": 13},

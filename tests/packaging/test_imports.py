@@ -5,6 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+# A boundary of the code, checked in seconds: in `make test` too (docs/testing.md).
+pytestmark = pytest.mark.core
+
 
 def test_the_client_and_its_programs_import_nothing_of_the_server() -> None:
     code = (

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from basra.client import cards, greedy_choice
 from basra.engine import Phase, Play, State, apply, deal_next_hand, legal_plans, new_match
 from basra.engine.bots import greedy_play, random_play
 from basra.v1 import game_pb2
+
+# The engine's and the client's policies agree: in `make test` too (docs/testing.md).
+pytestmark = pytest.mark.core
 
 
 def list_plans(state: State) -> list[game_pb2.CardPlans]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,15 @@ from basra.v1 import game_pb2
 from tests.support import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("README.md", "proto/README.md", "deploy/README.md", "engine/src/basra/engine/RULES.md")
+DOCS = (
+    "README.md",
+    "docs/testing.md",
+    "docs/performance.md",
+    "docs/design.md",
+    "proto/README.md",
+    "deploy/README.md",
+    "engine/src/basra/engine/RULES.md",
+)
 
 
 def read(path: str) -> str:
@@ -24,6 +30,8 @@ def read(path: str) -> str:
 def test_a_hand_makes_the_number_of_versions_the_operator_guide_gives(
     any_server: ServerThread,
 ) -> None:
+    """The retention setting's documentation gives the versions a hand makes: the figure is the
+    code's (prose around it is free)."""
     with Client(any_server.target) as client:
         match = client.create_match(seed=21)
         view = match.view()
@@ -34,28 +42,10 @@ def test_a_hand_makes_the_number_of_versions_the_operator_guide_gives(
             seat.play(card, plan_id)
             view = match.view()
     versions = view.version - first + 1  # the deal's version and one per play
-    claim = f"a two-seat hand makes {versions}: its deal and 48 plays"
-    assert claim in " ".join(read("deploy/README.md").split())
-    assert claim in read("deploy/kustomize/base/config.env")
-
-
-def test_the_image_check_of_the_deploy_guide_works_with_kubectl() -> None:
-    guide = " ".join(read("deploy/README.md").split())
-    command = "kubectl kustomize deploy/kustomize/overlays/production | grep 'image:'"
-    assert f"`{command}`" in guide
-    assert "kustomize edit set" not in guide
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "make test installs kubectl"
-    rendered = subprocess.run(
-        [kubectl, "kustomize", "deploy/kustomize/overlays/production"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    images = set(re.findall(r"image: (\S+)", rendered))
-    assert "registry.example.com/basra/basra-engine:0.1.0" in images
+    assert versions == 49
+    for document in ("deploy/README.md", "deploy/kustomize/base/config.env"):
+        given = re.findall(r"a two-seat hand makes (\d+): its deal and (\d+) plays", read(document))
+        assert given == [(str(versions), str(versions - 1))], document
 
 
 @pytest.mark.parametrize("document", DOCS)
@@ -74,14 +64,3 @@ def test_the_rules_page_names_only_files_of_the_repository() -> None:
     assert paths
     for path in paths:
         assert (ROOT / path).exists(), path
-
-
-def test_the_quick_start_states_what_each_command_needs() -> None:
-    readme = " ".join(read("README.md").split())
-    assert "only Python" not in readme
-    # make run builds the web table: Node.js and npm are needed from the first command on.
-    assert "`make run` needs Python >= 3.11, make, and Node.js 20+ with npm" in readme
-    for path in ("Makefile", ".ci/run"):
-        head = read(path)[:400]
-        assert "nothing but Python" not in head
-        assert "Node.js 20+" in head

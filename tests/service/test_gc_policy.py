@@ -1,4 +1,4 @@
-"""Full garbage collections kept off the hot path (issue 9: WatchMatch p99 at 10,000 streams).
+"""Full garbage collections kept off the hot path, whatever the number of open WatchMatch streams.
 
 Freezing the long-lived objects (``basra.service.gc_policy``) is safe only if what is frozen
 and later dies is freed by reference counting: frozen cyclic garbage is never collected. These
@@ -97,8 +97,8 @@ def freeze(server: ServerThread) -> None:
 
 
 def test_streams_that_end_while_frozen_leave_no_cyclic_garbage(server: ServerThread) -> None:
-    """Each WatchMatch call used to end as a reference cycle (gRPC's request iterator and the
-    call's done callback both refer back to the call): frozen, it would never be freed."""
+    """A WatchMatch call must not end as a reference cycle (gRPC's request iterator or a done
+    callback referring back to the call): frozen, it would never be freed."""
     leaving = [new_match(server, seed) for seed in range(1, 9)]
     finishing = new_match(server, seed=3)
     streams = [watch(server, c, seat) for c in leaving for seat in (0, 1)]
@@ -150,8 +150,8 @@ async def _expire(server: ServerThread, match_id: str) -> None:
 def test_the_policy_freezes_open_streams_out_of_full_collections(
     server: ServerThread,
 ) -> None:
-    """Issue 9: at 10,000 open streams each full collection walked all their objects (43 to
-    463 ms); the policy freezes them once they have piled up in the oldest generation."""
+    """A full collection walks every object of the open streams, so its pause grows with them;
+    the policy freezes them once they have piled up in the oldest generation."""
     clients = [new_match(server, seed) for seed in range(1, 6)]
     streams = [watch(server, c, seat) for c in clients for seat in (0, 1)]
     for stream in streams:
@@ -232,8 +232,8 @@ def _fresh_policy() -> tuple[int, Metrics, GcPolicy]:
 def test_the_policy_does_not_count_the_frozen_objects_at_every_freeze(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Counting them walks them all (about 50 ms at 10,000 streams): once a second, inside the
-    plays, it paused the loop as long. Ten freezes of what piles up count them not once while
+    """Counting them walks them all: once a second, inside the plays, that would pause the loop
+    as long. Ten freezes of what piles up count them not once while
     what was frozen has not doubled."""
     gc.collect()
     gc.freeze()
@@ -316,7 +316,7 @@ def test_objects_frozen_and_dead_since_do_not_bring_a_thaw(
 
 def test_a_scrape_of_the_frozen_objects_does_not_walk_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """``basra_gc_frozen_objects`` is the policy's bookkeeping: a scrape that counted the frozen
-    objects walked them all with the interpreter lock held (about 110 ms at 10,000 streams)."""
+    objects would walk them all with the interpreter lock held."""
     gc.collect()
     gc.freeze()
     metrics = Metrics.create()

@@ -256,8 +256,7 @@ def test_health_and_reflection_streams_count_in_the_call_limit(
 ) -> None:
     """Every handler of the gRPC port counts in the one call limit, the standard health and
     reflection services' streams included: past it a call is refused at once, and each
-    stream's end gives its place back. (Before, only gRPC's own maximum_concurrent_rpcs bounded
-    those streams, and a call past it waited to be accepted rather than being refused.)"""
+    stream's end gives its place back."""
     server = start_server(max_concurrent_rpcs=3)
     http = server.server.http
     assert http is not None
@@ -388,9 +387,8 @@ def test_a_response_left_unread_past_the_request_deadline_is_let_go(
 ) -> None:
     """A client that reads no response body (a flow-control window of 0) has each of its
     streams reset with CANCEL once a piece of its response has waited the request deadline, and
-    the call let go, while it keeps its connections. Before, it held them, answered or not, for
-    as long as it kept its connections: a few such connections held the HTTP port's whole
-    stream budget, and the port refused every other client."""
+    the call let go, while it keeps its connections: otherwise a few such connections would hold
+    the HTTP port's whole stream budget, and the port would refuse every other client."""
     server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=10, max_concurrent_streams=25)
     host, port = server.http_address
     http = server.server.http
@@ -469,8 +467,7 @@ def test_the_call_limit_holds_across_both_ports(
     start_server: Callable[..., ServerThread],
 ) -> None:
     """The call limit is the process's, not each port's: calls held on one port leave the other
-    only what remains (before, each port had a limit of its own, and a flood on both held twice
-    the calls and twice the memory)."""
+    only what remains, so a flood on both holds no more calls, nor memory, than on one."""
     server = start_server(request_timeout_s=20, max_concurrent_rpcs=40)
     http = server.server.http
     assert http is not None
@@ -514,9 +511,9 @@ def test_half_open_requests_of_a_client_that_left_are_let_go(
     start_server: Callable[..., ServerThread], content_type: str
 ) -> None:
     """A client that leaves with its requests half sent frees their calls at once, not at the
-    request deadline. Before, hypercorn kept the answer to each (its connection gone) waiting
-    to be written for ever: every such call held its memory and its place in the call limit for
-    good, and 12,000 of them shut the HTTP port, then both ports."""
+    request deadline: an answer left waiting to be written to a connection that is gone would
+    hold its call's memory and its place in the call limit for good, and enough of them would
+    shut the HTTP port, then both ports."""
     server = start_server(request_timeout_s=60, max_concurrent_rpcs=100)
     http = server.server.http
     assert http is not None
@@ -551,10 +548,10 @@ def test_data_after_a_response_that_ended_early_leaves_the_connection_serving(
     start_server: Callable[..., ServerThread], content_type: str
 ) -> None:
     """A call past the HTTP port's limit is answered before its request has arrived; the rest of
-    that request, arriving afterwards, is acknowledged and ignored. Before, a Connect call's
-    stream (its response has no trailers, so HTTP/2 keeps it open for the request) had its data
-    looked up by hypercorn after the stream was gone: a KeyError that dropped the whole connection
-    with every other call on it (the half-open flood showed it as calls never answered)."""
+    that request, arriving afterwards, is acknowledged and ignored: a Connect call's stream (its
+    response has no trailers, so HTTP/2 keeps it open for the request) must not have its data
+    looked up by hypercorn after the stream is gone, which would drop the whole connection with
+    every other call on it."""
     server = start_server(request_timeout_s=30, max_concurrent_rpcs=1)
     host, port = server.http_address
     headers = request_headers(f"{host}:{port}", "/basra.v1.BasraService/GetMatch", content_type)

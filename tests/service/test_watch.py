@@ -77,8 +77,8 @@ def crowd(shipped: ServerThread) -> Iterator[Crowd]:
 def test_a_stream_idle_longer_than_the_store_timeout_still_gets_the_next_play(
     shipped: ServerThread,
 ) -> None:
-    """Issue 9: with the shipped settings every stream ended UNAVAILABLE after 2 s without an
-    event (the blocking read's socket timeout was shorter than its XREAD BLOCK)."""
+    """With the shipped settings a stream outlives the store timeout without an event: the
+    blocking read's socket timeout must not be shorter than its XREAD BLOCK."""
     client = new_match(shipped, seed=5)
     stream = client.stub.WatchMatch(
         pb.WatchMatchRequest(match_id=client.match_id, after_version=1),
@@ -97,8 +97,8 @@ def test_a_stream_idle_longer_than_the_store_timeout_still_gets_the_next_play(
 def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
     shipped: ServerThread, crowd: Crowd, redis_url: str
 ) -> None:
-    """Issue 9: each waiting stream held a Redis connection of its own (stream 101 failed with
-    STORE_UNAVAILABLE). 1,000 streams (500 matches x 2 seats) now cost one shared reader."""
+    """Waiting streams share one reader instead of a Redis connection each: 1,000 streams (500
+    matches x 2 seats) hold at most the pool's connections and two."""
     direct = redis.Redis.from_url(redis_url)
     crowd.create(500)
     crowd.watch()
@@ -126,10 +126,10 @@ def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
 def test_plays_on_the_streams_replica_reach_them_without_a_store_read(
     shipped: ServerThread, crowd: Crowd
 ) -> None:
-    """A change this replica committed is handed to its own streams (watch.py, ``committed``):
-    before, every play also cost the shared reader a read of the match's new events, because
-    Redis's report of it (published inside the commit script) arrived before the commit's
-    reply, and the reader now waits for such a commit before reading. Exactness is the other
+    """A change this replica committed is handed to its own streams (watch.py, ``committed``),
+    so a play costs the shared reader no read of the match's new events: Redis's report of it
+    (published inside the commit script) arrives before the commit's reply, and the reader
+    waits for such a commit before reading. Exactness is the other
     tests' concern; here, no events read at all (300 matches playing at once: without the
     reader's wait, some runs read once)."""
     crowd.create(300)
@@ -329,8 +329,8 @@ def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_it
 
 
 def test_an_idle_stream_keeps_no_request_message(any_server: ServerThread) -> None:
-    """Issue 9 (memory per idle stream): a parsed request message holds a protobuf arena of
-    its own, about half a KiB; an open stream keeps only what it took from it. Counted among
+    """Memory per idle stream: a parsed request message holds a protobuf arena of its own; an
+    open stream keeps only what it took from it. Counted among
     the process's objects while the streams wait, leaving out the client's own requests."""
     client = new_match(any_server, seed=12)
     requests = [pb.WatchMatchRequest(match_id=client.match_id) for _ in (0, 1)]
@@ -356,7 +356,7 @@ def test_an_idle_stream_keeps_no_request_message(any_server: ServerThread) -> No
 
 
 def test_an_idle_stream_holds_no_generator_of_the_grpc_handler(any_server: ServerThread) -> None:
-    """Issue 9 (memory per idle stream): gRPC iterates a generator handler with an async
+    """Memory per idle stream: gRPC iterates a generator handler with an async
     generator loop of its own for the stream's whole life, which keeps the generator, its
     weak reference among the loop's async generators and the last message sent; the handler
     is a coroutine that writes. What an idle stream still holds of the service's generators:

@@ -174,6 +174,9 @@ def test_two_people_play_a_whole_match_and_never_see_each_others_cards(
     assert (tmp_path / "two-seats-result.png").stat().st_size > 0
 
 
+# The web table's smoke in `make test` (docs/testing.md): the table loads, plays against the
+# bot, and a reload resumes it.
+@pytest.mark.core
 def test_a_reload_mid_hand_resumes_the_table_against_the_bot(
     service: Service, tmp_path: Path
 ) -> None:

@@ -27,7 +27,7 @@ def random_play(state: State, rng: random.Random) -> Play:
 def greedy_play(state: State) -> Play:
     """The play that takes the most: basra first, then points, then cards; else the lowest trail."""
     seat = state.turn
-    options = ((card, legal_plans(state, card)) for card in state.hands[seat])
+    options = [(card, legal_plans(state, card)) for card in state.hands[seat]]
     card, plan_id = greedy_choice(options, state.profile.points.points)
     return Play(seat, card, plan_id) if plan_id else Play(seat, card, trail=True)
 

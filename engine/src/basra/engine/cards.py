@@ -115,8 +115,6 @@ POINTS: Final[tuple[int, ...]] = tuple(
 )
 
 SEVEN_OF_DIAMONDS: Final = CARDS[1 * 13 + 6]
-TEN_OF_DIAMONDS: Final = CARDS[1 * 13 + 9]
-TWO_OF_CLUBS: Final = CARDS[0 * 13 + 1]
 
 RANK_MASKS: Final[tuple[int, ...]] = tuple(
     sum(1 << (s * 13 + r) for s in range(4)) for r in range(13)

@@ -149,7 +149,7 @@ def _profile_bytes_uncached(p: Profile) -> bytes:
             p.basra_value,
         )
         + bytes((len(table),))
-        + bytes(x for pair in table for x in pair)
+        + bytes([x for pair in table for x in pair])
     )
 
 
@@ -272,7 +272,7 @@ class _Reader:
         )
         if self.at != len(self.data):
             raise CorruptStateError("state bytes have trailing data")
-        for seat in (dealer, turn, *(s for s in (last,) if s != _NONE)):
+        for seat in (dealer, turn, *[s for s in (last,) if s != _NONE]):
             if seat >= seats:
                 raise CorruptStateError(f"state names seat {seat} of {seats}")
         if winner != _NONE and winner >= sides:
@@ -316,15 +316,17 @@ class _Reader:
         history = _replay_scores(
             profile,
             b"".join(
-                _SIDE_HAND.pack(*inputs[i : i + 3], inputs[i + 2] * profile.basra_points)
-                for i in range(0, len(inputs), 3)
+                [
+                    _SIDE_HAND.pack(*inputs[i : i + 3], inputs[i + 2] * profile.basra_points)
+                    for i in range(0, len(inputs), 3)
+                ]
             ),
             first_hand=1,
             first_dealer=(dealer - (hand_number - 1)) % 2,
         )
         if self.at != len(self.data):
             raise CorruptStateError("state bytes have trailing data")
-        for seat in (dealer, turn, *(s for s in (last, winner) if s != _NONE)):
+        for seat in (dealer, turn, *[s for s in (last, winner) if s != _NONE]):
             if seat >= 2:
                 raise CorruptStateError(f"state names seat {seat} of 2")
         return State(

@@ -24,7 +24,7 @@ class HandStarted:
     game: int = 1
     """The rubber's game this hand belongs to (1 without a rubber)."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self, hand: int, dealer: int, leader: int, floor: tuple[Card, ...], game: int = 1
     ) -> None:
@@ -45,7 +45,7 @@ class CardsDealt:
     cards_each: int
     stock_left: int
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(self, hand: int, deal: int, cards_each: int, stock_left: int) -> None:
         object.__setattr__(self, "hand", hand)
         object.__setattr__(self, "deal", deal)
@@ -68,7 +68,7 @@ class CardPlayed:
     basra_points: int = 0
     """What the basra scored (the profile's basra value); 0 when it is none."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self,
         seat: int,
@@ -114,7 +114,7 @@ class HandScored:
     game: int = 1
     """The rubber's game the hand belongs to (1 without a rubber)."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self, score: HandScore, totals: tuple[int, ...], extra_hand: bool, game: int = 1
     ) -> None:

@@ -68,7 +68,7 @@ class Plan:
     mask: int = field(repr=False, compare=False)
     """``captures`` as a set."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self,
         id: int,
@@ -105,8 +105,8 @@ def capture_plans(
 
 
 # Not cached here: in self-play most questions are new floors, and a cache costs more to probe,
-# fill and evict than a typical floor's plans cost to find (issue 13: a 16,384-entry cache ran
-# self-play 14% slower, a 16-entry one still 7%). A question asked twice in a row (list a
+# fill and evict than a typical floor's plans cost to find (`make bench`'s self-play shows it,
+# large cache or small). A question asked twice in a row (list a
 # card's plans, then play it) is answered by game.legal_plans; the costly steps of a crowded
 # floor, _group_profiles, _splits and _choices, keep their caches.
 def _plans(floor: int, card: int, table: PointTable) -> tuple[Plan, ...]:
@@ -218,7 +218,7 @@ def _profile_sets(
         if k:
             options = _choices(by_value[u], k, table)
             partial = heapq.nlargest(
-                MAX_PLANS, ((s + os, m | om) for s, m in partial for os, om in options)
+                MAX_PLANS, [(s + os, m | om) for s, m in partial for os, om in options]
             )
     return partial
 
@@ -362,7 +362,7 @@ def plan_count(floor: int | Iterable[Card], card: Card, profile: Profile = ERAM)
     profiles = _group_profiles(value, counts)
     if profiles == (tuple(0 for _ in counts),) and not floor_mask & RANK_MASKS[rank]:
         return 0  # Nothing to take: the card trails.
-    return sum(prod(comb(n, k) for n, k in zip(counts, p, strict=True)) for p in profiles)
+    return sum([prod([comb(n, k) for n, k in zip(counts, p, strict=True)]) for p in profiles])
 
 
 __all__ = ["MAX_PLANS", "Plan", "capture_plans", "plan_count"]

@@ -38,7 +38,7 @@ class Play:
     plan: int | None = None
     trail: bool = False
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(self, seat: int, card: Card, plan: int | None = None, trail: bool = False) -> None:
         object.__setattr__(self, "seat", seat)
         object.__setattr__(self, "card", card)
@@ -63,7 +63,7 @@ class SideHandScore:
     basra_points: int
     """Points for those basras (ERAM: 10 each)."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self, cards: int, majority: int, carry: int, specials: int, basras: int, basra_points: int
     ) -> None:
@@ -99,7 +99,7 @@ class HandScore:
     """Carry after the hand: 0 once released, plus the majority's value after a tie that
     carries."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self,
         hand: int,
@@ -155,7 +155,7 @@ class LastPlay:
     sweep: bool
 
     # Written out, not generated: one is made on every play, and mypyc compiles this one to
-    # direct slot stores (a named tuple's __new__ is interpreted; issue 13).
+    # direct slot stores (a named tuple's __new__ is interpreted).
     def __init__(
         self,
         seat: int,
@@ -223,7 +223,7 @@ class State:
     game is not dealt yet: ``scores``, ``carry`` and ``history`` are still the finished game's,
     so a score sheet shows it until the next game's first deal starts it at 0 with no carry."""
 
-    # Written out, not generated: mypyc compiles this one to direct slot stores (issue 13).
+    # Written out, not generated: mypyc compiles this one to direct slot stores.
     def __init__(
         self,
         profile: Profile,

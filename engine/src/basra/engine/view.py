@@ -60,7 +60,7 @@ class SeatView:
     """The winning side once the match is over."""
 
     # Written out, not generated: one is made for every view (each Play's response), and mypyc
-    # compiles this one to direct slot stores, where the generated one ran interpreted (issue 13).
+    # compiles this one to direct slot stores, where the generated one runs interpreted.
     def __init__(
         self,
         seat: int,

@@ -88,23 +88,6 @@ def read_only() -> ServiceError:
     )
 
 
-def viewer_of(token: str, hashes: Sequence[bytes], watch_hashes: Sequence[bytes]) -> int | None:
-    """The seat whose token ``token`` is, or None for a watch token (a spectator).
-
-    Every stored hash is compared, in constant time, whatever matches first.
-
-    Raises:
-        ServiceError: PERMISSION_DENIED / TOKEN_INVALID when no token matches.
-    """
-    seat = seat_or_none(token, hashes)
-    spectator = is_one_of(token, watch_hashes)
-    if spectator:
-        return None
-    if seat is None:
-        raise token_invalid()
-    return seat
-
-
 def seat_or_none(token: str, hashes: Sequence[bytes]) -> int | None:
     """The seat whose stored hash matches ``token`` (every hash compared, in constant time)."""
     presented = token_hash(token)

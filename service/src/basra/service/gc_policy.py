@@ -3,9 +3,9 @@
 CPython 3.11 collects the whole heap (generation 2) whenever the objects that survived its young
 collections since the last full one exceed a quarter of those that survived it. Each such
 collection walks every tracked object of the process and pauses the event loop for as long: a
-replica holding 10,000 idle WatchMatch streams tracks some 20 objects per stream (gRPC's call
-state and ours), and its full collections took 43 to 463 ms each, one of them inside the plays
-that streams were waiting for.
+replica holding thousands of idle WatchMatch streams tracks some 20 objects per stream (gRPC's
+call state and ours), so its full collections grow with the streams and can fall inside the
+plays that the streams are waiting for.
 
 ``GcPolicy`` moves what lives long out of the collector's sight. Once a second it counts the
 objects in the oldest generation; past ``young_limit`` it collects (a full collection, but of
@@ -64,9 +64,8 @@ class GcPolicy:
         """The frozen objects have doubled: thaw at the first quiet check."""
         self._finished = metrics.calls_finished()
         """Calls finished by the last check."""
-        # Scraped from this bookkeeping: counting them at every scrape walked every frozen
-        # object with the interpreter lock held (about 110 ms at 10,000 open streams, the
-        # server's event loop waiting meanwhile).
+        # Scraped from this bookkeeping: counting them at a scrape would walk every frozen
+        # object with the interpreter lock held, the server's event loop waiting meanwhile.
         metrics.gc_frozen.set_function(self.frozen_objects)
 
     def frozen_objects(self) -> int:
@@ -94,8 +93,8 @@ class GcPolicy:
             self._added += len(gc.get_objects(generation=2))  # a full collection's survivors
             gc.freeze()
             self._metrics.gc_freezes.inc()
-        # Counting the frozen objects walks every one of them (CPython keeps no count): about
-        # 50 ms at 10,000 open streams, which once a second paused the loop inside the plays.
+        # Counting the frozen objects walks every one of them (CPython keeps no count), which
+        # once a second would pause the loop, plays included, for as long as the walk.
         # Counted and added is never fewer than there are, so they are counted only once that
         # bound passes the doubling (twice that while a thaw is due), and a thaw comes at the
         # same check as when every freeze counted them.

@@ -172,8 +172,8 @@ def _streaming(
             calls.grpc -= 1
             if responses is not None:
                 _settle(ended)
-                # Closed here when a write failed (gRPC no longer iterates it, as it did a
-                # generator handler); a no-op once the responses ended or raised.
+                # Closed here when a write failed (gRPC does not iterate it: the handler is a
+                # coroutine that writes); a no-op once the responses ended or raised.
                 await responses.aclose()
 
     return call

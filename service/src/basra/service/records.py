@@ -41,7 +41,7 @@ class SeatRequest(NamedTuple):
     version: int = 0
     """The version the request produced."""
     response: bytes | None = None
-    """The stored response, in records written before versions were (never written now)."""
+    """The stored response, in records of the format without versions (read, never written)."""
 
     def encode(self) -> bytes:
         return (

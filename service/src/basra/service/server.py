@@ -165,7 +165,7 @@ class BasraServer:
     _gc_policy: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def start_gc_policy(self, policy: GcPolicy) -> None:
-        """Keep full collections short from now on (``basra.service.gc_policy``): the process's
+        """Keep full collections short from here on (``basra.service.gc_policy``): the process's
         garbage collector is the process's, so ``serve`` does this and an embedding program
         decides for itself."""
         self._gc_policy = asyncio.create_task(policy.run(), name="basra-gc-policy")
@@ -294,7 +294,7 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         _check_free(settings.listen)
         port = server.add_insecure_port(settings.listen)
     except (OSError, RuntimeError):
-        port = 0  # grpc raises where it used to return 0
+        port = 0  # grpc raises or returns 0, depending on its version
     if port == 0:
         await instrumented.close()
         raise StartupError(
@@ -342,8 +342,8 @@ async def run(settings: Settings) -> None:
     """Serve until SIGTERM or SIGINT, then drain."""
     server, port = await create_server(settings)
     # What exists now (modules, descriptors, the engine's tables) lives as long as the process:
-    # out of the collector's sight, a full collection walks only what calls made since. Each one
-    # pauses every call in flight: at most 31 ms of CPU instead of 54 under the bench's load.
+    # out of the collector's sight, a full collection walks only what calls made since (each
+    # one pauses every call in flight).
     # Then the policy freezes what lives long as it accumulates (open streams, cached records).
     gc.collect()
     gc.freeze()

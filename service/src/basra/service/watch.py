@@ -25,9 +25,9 @@ What each stream guarantees, whatever the feed does:
 
 What an idle stream holds is what a replica of 10,000 streams pays 10,000 times (``make bench``
 reports it per stream): its ``WatchStream`` (slots), its place in the match's ``_Followed``, and
-nothing it has already sent. Responses are built per batch and dropped once yielded (a protobuf
-message costs about 0.6 to 1 KiB), and the streams of a match wait on one shared future of the
-match, not one each.
+nothing it has already sent. Responses are built per batch and dropped once yielded (each
+protobuf message holds an arena of its own), and the streams of a match wait on one shared
+future of the match, not one each.
 
 A change this replica commits reaches its streams here without a store read: the servicer
 announces the commit to ``Watchers`` before awaiting it (``committing``) and hands over the

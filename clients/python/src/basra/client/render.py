@@ -17,8 +17,6 @@ from basra.client.cards import CardLike, text
 from basra.client.errors import BasraError
 from basra.v1 import errors_pb2, game_pb2
 
-NOTATIONS = ("symbols", "letters")
-
 
 @dataclass(frozen=True)
 class Renderer:
