@@ -27,8 +27,8 @@ SECRET = re.compile(
     r"token|hash|fingerprint|api_?key|digest|secret|presented|^expected$|sealed|(^|_)tag($|_)|mac",
     re.IGNORECASE,
 )
-# Fields that only look like secrets: versions and counts are public.
-PUBLIC = re.compile(r"version|count|len|size|_S$|_BYTES$|seats?$", re.IGNORECASE)
+# Fields that only look like secrets: versions, counts and error reasons are public.
+PUBLIC = re.compile(r"version|count|len|size|reason|_S$|_BYTES$|seats?$", re.IGNORECASE)
 LEAKY_OPS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 
