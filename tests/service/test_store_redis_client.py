@@ -145,7 +145,9 @@ def script_calls(redis_url: str) -> int:
     """EVALSHA and EVAL calls Redis counted (each is one run of a script, or a NOSCRIPT)."""
     with redis.Redis.from_url(redis_url) as direct:
         stats = direct.info("commandstats")
-    return sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval"))
+    return sum(
+        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
+    )
 
 
 # -- The allow-list ---------------------------------------------------------------------------
@@ -424,7 +426,9 @@ def test_a_replica_cut_off_from_its_master_is_unavailable_in_its_own_words(
             with process.client() as direct:
                 direct.config_set("replica-serve-stale-data", "no")
                 direct.replicaof("127.0.0.1", free_port())
-            with pytest.raises(StoreUnavailableError, match=r"^MasterDownError: Link with MASTER is down"):
+            with pytest.raises(
+                StoreUnavailableError, match=r"^MasterDownError: Link with MASTER is down"
+            ):
                 await asyncio.wait_for(store.load(MATCH), 10)  # (a guard against a hang)
         finally:
             await store.close()

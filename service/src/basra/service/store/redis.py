@@ -302,7 +302,9 @@ class RedisStore:
             self._redis = client(resending_size, resending)
             self._once = client(once_size, once)
 
-    def _client(self, commands: Sequence[Command]) -> tuple[Redis | RedisCluster, asyncio.Semaphore]:
+    def _client(
+        self, commands: Sequence[Command]
+    ) -> tuple[Redis | RedisCluster, asyncio.Semaphore]:
         """The client for a call of ``commands``, and its slots: the resending one only when
         every command is on the allow-list (``resendable``)."""
         if all(resendable(c) for c in commands):
@@ -350,9 +352,7 @@ class RedisStore:
         replies: list[Any] = await self._call(send, slots)
         return replies
 
-    async def _call(
-        self, operation: Callable[[], Awaitable[Any]], slots: asyncio.Semaphore
-    ) -> Any:
+    async def _call(self, operation: Callable[[], Awaitable[Any]], slots: asyncio.Semaphore) -> Any:
         """Run ``operation()`` within the call's deadline, once one of ``slots`` is free, again
         while a Cluster slot it names is moving (see ``_settled``)."""
         task = asyncio.current_task()
