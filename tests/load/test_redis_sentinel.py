@@ -157,10 +157,9 @@ def test_the_store_opens_tls_connections_to_sentinels_and_master() -> None:
         try:
             # The WatchMatch change feed makes its connections with this pool's connection class
             # and options too (service.store.redis_feed): TLS as well.
-            for client in (store._redis,):
+            for client in (store._redis, store._once):
                 assert isinstance(client, Redis)
                 pool = client.connection_pool
-                # (a subclass for calls: the store packs its commands with hiredis)
                 assert issubclass(pool.connection_class, SentinelManagedSSLConnection)
                 assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/ca.pem"
                 assert pool.connection_kwargs["password"] == "pw"
