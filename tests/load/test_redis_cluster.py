@@ -1175,3 +1175,42 @@ def test_a_cluster_call_on_connections_the_nodes_dropped_is_sent_again_at_once(
             await asyncio.wait_for(store.close(), 10)
 
     asyncio.run(scenario())
+
+
+def test_redis_py_still_splits_asking_from_its_command_so_fold_asking_is_still_needed(
+    cluster: RedisClusterProcess,
+) -> None:
+    """The upstream limitation ``redis_cluster.fold_asking`` works around: redis-py's own
+    asyncio cluster client, with two idle connections to the master importing a slot, sends
+    an ASK-redirected command's ASKING and the command on different connections, so the
+    target answers MOVED and the read never lands. When this test fails, redis-py pairs them
+    itself: drop ``fold_asking`` and this test."""
+    key = "basra:{upstream}:match"
+    slot = key_slot(key.encode())
+    with RedisCluster.from_url(cluster.url) as setup:
+        setup.set(key, b"v")
+    source = slot_owner(cluster, slot)
+    target = next(n for n in cluster.nodes if n is not source)
+    begin_slot_move(cluster, slot, target)
+
+    async def scenario() -> BaseException | bytes:
+        client = AsyncRedisCluster.from_url(cluster.url)
+        try:
+            await client.initialize()
+            node = client.get_node(host="127.0.0.1", port=target.port)
+            assert node is not None
+            await asyncio.gather(
+                *(client.execute_command("PING", target_nodes=node) for _ in range(4))
+            )
+            try:
+                return cast(bytes, await asyncio.wait_for(client.get(key), 30))
+            except redis.exceptions.RedisError as exc:
+                return exc
+        finally:
+            await client.aclose()
+
+    try:
+        outcome = asyncio.run(scenario())
+    finally:
+        end_slot_move(cluster, slot, source, target)
+    assert isinstance(outcome, redis.exceptions.ClusterError), outcome

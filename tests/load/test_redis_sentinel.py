@@ -157,10 +157,9 @@ def test_the_store_opens_tls_connections_to_sentinels_and_master() -> None:
         try:
             # The WatchMatch change feed makes its connections with this pool's connection class
             # and options too (service.store.redis_feed): TLS as well.
-            for client in (store._redis,):
+            for client in (store._redis, store._once):
                 assert isinstance(client, Redis)
                 pool = client.connection_pool
-                # (a subclass for calls: the store packs its commands with hiredis)
                 assert issubclass(pool.connection_class, SentinelManagedSSLConnection)
                 assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/ca.pem"
                 assert pool.connection_kwargs["password"] == "pw"
@@ -387,3 +386,49 @@ def _no_master_found(ports: list[int]) -> list[str]:
                 await client.aclose()
 
     return asyncio.run(discover()).split("; ")
+
+
+def test_a_creation_refused_readonly_after_a_failover_goes_through_on_the_new_master(
+    sentinel: tuple[RedisProcess, int], tmp_path: Path
+) -> None:
+    """The failover is complete (the old master is a replica of the new one, and the sentinel
+    names the new one) while the store still holds a connection to the old master: the
+    creation sent there is refused READONLY (it ran nothing), and is sent again on a new
+    connection, which the sentinel points at the new master, where it is created."""
+    from tests.service.test_store_contract import new
+
+    old, port = sentinel
+    promoted = RedisProcess(tmp_path / "promoted")
+    promoted.start()
+
+    async def scenario() -> None:
+        store = RedisStore(
+            f"redis+sentinel://127.0.0.1:{port}/basra-master",
+            cluster=False,
+            ttl_s=60,
+            events_maxlen=10,
+            timeout_s=5,
+        )
+        try:
+            assert await store.create(new("O" * 22))  # a pooled connection to the old master
+            with promoted.client() as direct:
+                direct.replicaof("NO", "ONE")
+            with old.client() as direct:
+                direct.replicaof("127.0.0.1", promoted.port)
+            with redis.Redis(port=port) as watcher:
+                watcher.execute_command("SENTINEL", "REMOVE", "basra-master")
+                watcher.execute_command(
+                    "SENTINEL", "MONITOR", "basra-master", "127.0.0.1", promoted.port, 1
+                )
+            assert await store.create(new())
+            with old.client() as direct:
+                assert direct.info("errorstats")["errorstat_READONLY"]["count"] >= 1
+            with promoted.client() as direct:
+                assert direct.exists(keys.match_key("M" * 22))
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        promoted.stop()

@@ -85,8 +85,11 @@ def test_load_of_an_unknown_match_is_none(make_store: StoreFactory) -> None:
 def test_create_is_create_if_absent_and_load_returns_the_record(make_store: StoreFactory) -> None:
     async def scenario(store: Store) -> None:
         assert await store.create(new())
-        assert not await store.create(new())
+        other = NewMatch(new().record._replace(state=b"another match's"), new().entry)
+        assert not await store.create(other)  # the id holds another match
+        assert await store.create(new())  # the same create again: idempotent, nothing written
         assert await store.load("M" * 22) == new().record
+        assert [e.version for e in (await store.events("M" * 22, 0)).entries] == [1]
 
     run(make_store, scenario)
 
@@ -412,7 +415,9 @@ def test_a_redis_store_built_without_pool_or_poll_settings_takes_the_shipped_def
         store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=5, timeout_s=2)
         try:
             assert isinstance(store._redis, redis.asyncio.Redis)
-            assert store._redis.connection_pool.max_connections == shipped.redis_pool_size
+            assert isinstance(store._once, redis.asyncio.Redis)
+            pools = (store._redis.connection_pool, store._once.connection_pool)
+            assert sum(pool.max_connections for pool in pools) == shipped.redis_pool_size
             assert store.feed(lambda: None).poll_s == shipped.watch_poll_s
         finally:
             await store.close()
@@ -420,30 +425,27 @@ def test_a_redis_store_built_without_pool_or_poll_settings_takes_the_shipped_def
     asyncio.run(scenario())
 
 
-def test_the_redis_store_packs_commands_as_redis_py_would(redis_url: str) -> None:
-    # The store packs with hiredis (C) for speed: the bytes on the wire must not change.
+def test_the_redis_store_uses_redis_pys_own_connections_with_the_hiredis_parser(
+    redis_url: str,
+) -> None:
+    """No connection class of the store's own: both clients' pools make redis-py's Connection,
+    which parses replies with hiredis (the redis[hiredis] extra) when it is installed."""
     from redis.asyncio import Redis
     from redis.asyncio.connection import Connection
+    from redis.utils import HIREDIS_AVAILABLE
 
-    store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=100, timeout_s=5)
-    assert isinstance(store._redis, Redis)
-    packed = store._redis.connection_pool.connection_class().pack_command
-    for command in [
-        ("EVALSHA", "f" * 40, 2, "basra:{m}", "basra:{m}:events", 60000, 100, b"\x00" * 8, 3),
-        ("GET", "basra:{m}"),
-        ("MEMORY USAGE", b"basra:{m}", "SAMPLES", 0),
-        # Command names as bytes, and words apart on any whitespace, as redis-py packs them.
-        (b"MEMORY USAGE", b"basra:{m}", b"SAMPLES", 0),
-        (b"SET", b"basra:{m}", b"v"),
-        ("MEMORY\tUSAGE", "basra:{m}"),
-        ("XADD", "k", "MAXLEN", 2000, "*", "e", b"\xff" * 300, "c", 1.5),
-    ]:
-        assert b"".join(packed(*command)) == b"".join(Connection().pack_command(*command))
-    # Packed by hiredis, in one buffer: redis-py's Python packer sends a large value apart.
-    large = ("SET", "basra:{m}", b"r" * 10_000)
-    assert len(Connection().pack_command(*large)) > 1
-    assert len(packed(*large)) == 1
-    asyncio.run(store.close())
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=60, events_maxlen=100, timeout_s=5)
+        try:
+            assert HIREDIS_AVAILABLE
+            for client in (store._redis, store._once):
+                assert isinstance(client, Redis)
+                assert client.connection_pool.connection_class is Connection
+            assert await store.load("M" * 22) is None
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
 
 
 def test_embedded_store_keeps_a_finished_match_only_for_the_finished_ttl() -> None:
@@ -760,7 +762,7 @@ def test_redis_store_call_stays_cancelled_when_the_command_swallows_the_cancella
     async def scenario() -> None:
         store = RedisStore(redis_url, cluster=False, ttl_s=100, events_maxlen=5, timeout_s=30)
         try:
-            call = asyncio.create_task(store._call(swallowing))
+            call = asyncio.create_task(store._call(swallowing, store._slots))
             await asyncio.sleep(0)  # the command is under way
             call.cancel()
             with pytest.raises(asyncio.CancelledError):

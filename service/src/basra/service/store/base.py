@@ -119,7 +119,9 @@ class Store(Protocol):
         ...
 
     async def create(self, new: NewMatch) -> bool:
-        """Create the match unless its id exists; True when created. Atomic."""
+        """Create the match unless its id exists; True when created, or when the id holds
+        this very record already (the same create sent again: a new match's record is
+        unique, its seat token hashes drawn for it alone). Atomic."""
         ...
 
     async def commit(self, match_id: str, commit: Commit) -> bool:

@@ -71,8 +71,9 @@ class MemoryStore:
         if self._creates % 1024 == 0:
             for match_id in list(self._matches):
                 self._live(match_id)  # drop what expired
-        if self._live(new.record.match_id) is not None:
-            return False
+        current = self._live(new.record.match_id)
+        if current is not None:
+            return current.record == new.record
         self._matches[new.record.match_id] = _Match(
             record=new.record,
             entries=deque([new.entry], maxlen=self._maxlen),

@@ -6,41 +6,44 @@ asked for a watch token. Loading is one GET; every change is one Lua script that
 compares the version prefix, replaces the record, appends the event entry and restarts the
 expiry of both keys (the idle TTL, or the finished TTL for the change that ends the match), and
 publishes the new version on the match's shard channel (the wake-up of WatchMatch readers, see
-``service.store.redis_feed``), followed in the same write by a PEXPIRE giving the watch key the
-same expiry (the script cannot name that key: see ``_COMMIT``). The watch key thus expires with
-the match: made, it takes the record's expiry. A replica that remembers a match's record (the
-servicer's RecordCache) plays from it and sends only the script, which answers the current
-record when the match moved on: one round trip per play on a warm replica, two on a cold one.
-Every call has a deadline; past it, or on any connection fault, the call raises
-StoreUnavailableError. On a Redis Cluster a script refused while its slot moves (TRYAGAIN: a
-master holds only some of the keys it names) ran nowhere, and is sent again after a short
-back-off until the slot has moved or the deadline has passed (``_settled``).
+``service.store.redis_feed``), followed in the same pipeline by a PEXPIRE giving the watch key
+the same expiry (the script cannot name that key: see ``_COMMIT``). The watch key thus expires
+with the match: made, it takes the record's expiry. A replica that remembers a match's record
+(the servicer's RecordCache) plays from it and sends only that pipeline, whose script answers
+the current record when the match moved on: one round trip per play on a warm replica, two on a
+cold one.
 
-On a standalone or Sentinel-fronted Redis every call's commands (load, create, commit, events,
-watch access, ping) go through the store's own pipelined client (``service.store.resp``: one
-write and one future per command, the commit's PEXPIRE riding in the script's write, on at most
-``pool_size`` shared connections that redis-py opens); the change feed and a Redis Cluster use
-redis-py.
+Every command goes through redis-py's public asyncio clients (``redis.asyncio.Redis``, its
+Sentinel-managed master, or ``RedisCluster``), several commands of one call in one
+``pipeline(transaction=False)``: one write, one round trip. Every call has a deadline; past it,
+or on a connection fault that may not be retried, the call raises StoreUnavailableError.
+
+**Resends by rule.** A command whose connection is lost between its write and its reply may or
+may not have run. It is sent again only if it is on the allow-list (``RESENDABLE``,
+``RESENDABLE_SCRIPTS``): ``_send`` checks every command of a call there and sends the call on
+the store's resending client (redis-py's Retry: twice more, on ConnectionError) when all are,
+else on its one-shot client (no Retry: the loss is StoreUnavailableError). A refusal that
+ran nothing is another matter: READONLY (a demoted master, Sentinel names the new one), and on
+a Redis Cluster a redirection or TRYAGAIN while a slot moves (``_settled``), are sent again
+whatever the command.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import ssl
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import hiredis
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 
 from basra.service.store import keys
 from basra.service.store.base import (
@@ -62,7 +65,6 @@ from basra.service.store.codec import (
 )
 from basra.service.store.redis_cluster import fold_asking
 from basra.service.store.redis_feed import RedisFeed
-from basra.service.store.resp import NoScriptError, PipelinedClient
 
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
@@ -73,11 +75,21 @@ _UNAVAILABLE: Final = (
     OSError,
     TimeoutError,
 )
+# Error replies of a Redis that cannot serve now (loading, busy with a script, a replica cut off
+# from its master, a cluster slot moving or down): the call is unavailable, not wrong.
+_UNAVAILABLE_REPLIES: Final = ("LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN")
+
+RESENDS: Final = 2
+"""Times a call on the allow-list whose connection was lost is sent again (within its
+deadline); also the times a call refused READONLY is."""
 
 # KEYS: match record, events stream. ARGV: ttl ms, maxlen, version, record, then the entry's
-# field/value pairs.
+# field/value pairs. Answers 1 when created, or when the match holds this very record (this
+# create ran already: its record carries the hashes of seat tokens drawn for it alone, so no
+# other create writes the same bytes); 0 when the id holds another match.
 _CREATE: Final = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local current = redis.call('GET', KEYS[1])
+if current then return current == ARGV[4] and 1 or 0 end
 redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 5))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
@@ -93,7 +105,7 @@ return 1
 # key: a declared key that does not exist makes the master importing the match's slot answer
 # TRYAGAIN (a multi-key command with a missing key) to every commit until the slot has moved,
 # and most matches never have a watch key. The watch key's expiry is set by a PEXPIRE sent
-# right after this script, in the same write.
+# right after this script, in the same pipeline.
 _COMMIT: Final = """
 if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then
   return {redis.call('GET', KEYS[1]), redis.call('PEXPIRETIME', KEYS[1])}
@@ -137,6 +149,67 @@ _CREATE_SCRIPT: Final = _script(_CREATE)
 _COMMIT_SCRIPT: Final = _script(_COMMIT)
 _SWAP_WATCH_SCRIPT: Final = _script(_SWAP_WATCH)
 
+RESENDABLE: Final[Mapping[str, str]] = {
+    # Command name: why sending it again after it may have run is the same as running it once.
+    "GET": "a read: it changes nothing",
+    "XRANGE": "a read: it changes nothing",
+    "MEMORY": "MEMORY USAGE, a read: it changes nothing",
+    "SET": "only the health probe's (checked by key in resendable): one constant byte, a fixed"
+    " relative expiry; twice leaves the key as once does",
+    "PEXPIRE": "the watch key's expiry set to the match's TTL, fixed before sending: twice is"
+    " once (the second restarts the same TTL a moment later)",
+    "PEXPIREAT": "the watch key's expiry set to an absolute instant: twice is once",
+    "PERSIST": "the watch key made persistent, as its match is: twice is once",
+    "DEL": "the watch key of a gone match deleted: deleting it twice deletes it once",
+    # Not here: EVAL/EVALSHA of any script but those in RESENDABLE_SCRIPTS, and every command
+    # the store does not send.
+}
+"""Commands the store may send again after a lost connection, each with the reason."""
+
+RESENDABLE_SCRIPTS: Final[Mapping[str, str]] = {
+    # Script SHA-1: why running it again after it ran changes nothing.
+    _CREATE_SCRIPT.sha: "create-if-absent: run again after it applied, it finds its own record"
+    " (the seat token hashes drawn for this create alone make it unique) and answers created"
+    " again without writing anything; a match of another create answers not created",
+    _COMMIT_SCRIPT.sha: "the commit is a compare-and-set on the match's version: run again after"
+    " it applied, it finds the version it wrote, applies nothing and answers that record (the"
+    " caller sees a lost race and decides again on it: a seat's own request is answered from"
+    " its request record, never played twice)",
+    # Not here: the watch-access swap (a compare-and-swap that, run again after it applied,
+    # answers "not swapped": the caller reads again, draws a new salt and revokes again).
+}
+"""Scripts (by SHA-1) the store may run again after a lost connection, each with the reason."""
+
+
+def resendable(command: Sequence[Any]) -> bool:
+    """Whether ``command`` (name and arguments, as sent) is on the allow-list."""
+    name = _text(command[0]).upper()
+    if name == "EVALSHA":
+        return _text(command[1]) in RESENDABLE_SCRIPTS
+    if name == "EVAL":
+        return _script(_text(command[1])).sha in RESENDABLE_SCRIPTS
+    if name == "SET":
+        return _text(command[1]) == keys.PROBE
+    return name in RESENDABLE
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _refused_unrun(exc: BaseException) -> bool:
+    """A READONLY refusal: the command ran nowhere. redis-py's Sentinel-managed connection
+    reports it as ConnectionError ("The previous master is now a slave"), raised while handling
+    the ReadOnlyError, after closing the connection; the next one asks Sentinel again."""
+    if isinstance(exc, redis_errors.ReadOnlyError):
+        return True
+    return isinstance(exc, redis_errors.ConnectionError) and isinstance(
+        exc.__context__, redis_errors.ReadOnlyError
+    )
+
+
+Command = tuple[bytes | str | int | float, ...]
+
 
 class RedisStore:
     """Match storage in Redis (standalone, Sentinel-fronted or Cluster)."""
@@ -163,63 +236,131 @@ class RedisStore:
         # connection, the write and the read together; redis-py's per-socket timeouts would add
         # a task and two timers to every command.
         options: dict[str, Any] = {
-            # After a Redis restart every pooled connection is dead: a command that meets one is
-            # sent again on a new connection (twice at most, within the call's deadline) instead
-            # of failing although Redis is back. redis-py retries nothing unless told.
-            "retry": Retry(ExponentialBackoff(cap=0.05, base=0.005), retries=2),
-            "retry_on_error": [redis_errors.ConnectionError],
             "socket_connect_timeout": timeout_s,
             "decode_responses": False,
         }
-        # Calls beyond pool_size wait for a slot instead of failing for want of a connection.
-        self._slots = asyncio.Semaphore(pool_size)
+        # The resending client: after a Redis restart every pooled connection is dead, and a
+        # command on the allow-list that meets one is sent again on a new connection (twice at
+        # most, within the call's deadline) instead of failing although Redis is back.
+        resending: dict[str, Any] = {
+            "retry": Retry(ExponentialBackoff(cap=0.05, base=0.005), retries=RESENDS),
+            "retry_on_error": [redis_errors.ConnectionError],
+        }
+        # The one-shot client: a lost connection fails the call (it may have run).
+        once: dict[str, Any] = {"retry": Retry(NoBackoff(), 0)}
+        # The pool is shared out: a quarter (one at least) to the one-shot client, which sends
+        # the rarer calls (creations, watch-access swaps), the rest (one at least) to the
+        # resending one; each has as many connections (per node, on a Cluster) as calls it may
+        # have in flight. Calls beyond that wait for a slot instead of failing for want of a
+        # connection.
+        once_size = max(1, pool_size // 4)
+        resending_size = max(1, pool_size - once_size)
+        self._slots = asyncio.Semaphore(resending_size)
+        self._once_slots = asyncio.Semaphore(once_size)
         self._sentinels: list[Sentinel] = []
         self._redis: Redis | RedisCluster
+        """The resending client (the change feed's connections are made like its own)."""
+        self._once: Redis | RedisCluster
+        """The one-shot client."""
         # WatchMatch streams hold no connection: each replica's one change feed (feed()) waits
         # for all of them, on a connection per Redis node of its own.
         self._feeds: list[RedisFeed] = []
         # Watch keys a lost commit left with its expiry, by match: the match's PEXPIRETIME to
         # give them, unless another commit of the match comes first (commit_or_current).
         self._watch_fixes: dict[str, int] = {}
-        self._fixing: set[asyncio.Future[Any]] = set()  # a Cluster's fixes under way
+        self._fixing: set[asyncio.Future[Any]] = set()  # fixes under way
         if cluster:
             # No socket timeout (redis-py's default is 5 s): with one, redis-py writes every
             # command under asyncio.wait_for, which on Python 3.11 returns the write's result
             # instead of raising a cancellation that lands as the write completes, so a call's
             # deadline could be lost (a create in a moving slot then retried for ever).
-            self._redis = fold_asking(
-                RedisCluster.from_url(
-                    url, max_connections=pool_size, socket_timeout=None, **options
+            def cluster_client(size: int, retries: dict[str, Any]) -> RedisCluster:
+                return fold_asking(
+                    RedisCluster.from_url(
+                        url, max_connections=size, socket_timeout=None, **options, **retries
+                    )
                 )
-            )
-        elif url.startswith(SENTINEL_SCHEMES):
-            self._redis, calls = sentinel_master(url, {**options, "max_connections": pool_size})
-            self._sentinels = [calls]
-        else:
-            self._redis = Redis.from_url(
-                url, max_connections=pool_size, health_check_interval=30, **options
-            )
-        self._create = self._redis.register_script(_CREATE)
-        self._swap_watch = self._redis.register_script(_SWAP_WATCH)
-        # Standalone and Sentinel: every call but memory_usage goes through the store's
-        # pipelined client, on connections redis-py opens (service.store.resp). A Cluster
-        # routes each key to its node: it stays on redis-py.
-        self._pipes: PipelinedClient | None = None
-        if isinstance(self._redis, Redis):  # a cluster client's connections live per node
-            _pack_with_hiredis(self._redis)
-            self._pipes = PipelinedClient(
-                self._redis.connection_pool, size=pool_size, timeout_s=timeout_s
-            )
 
-    async def _call(self, operation: Callable[[], Awaitable[Any]]) -> Any:
-        """Run ``operation()`` within the call's deadline, again while a Cluster slot it names
-        is moving (see ``_settled``)."""
+            self._redis = cluster_client(resending_size, resending)
+            self._once = cluster_client(once_size, once)
+        elif url.startswith(SENTINEL_SCHEMES):
+            self._redis, sentinel = sentinel_master(
+                url, {**options, **resending, "max_connections": resending_size}
+            )
+            parsed = parse_sentinel_url(url)
+            self._once = sentinel.master_for(
+                parsed.master, db=parsed.db, max_connections=once_size, **once
+            )
+            self._sentinels = [sentinel]
+        else:
+
+            def client(size: int, retries: dict[str, Any]) -> Redis:
+                return Redis.from_url(
+                    url, max_connections=size, health_check_interval=30, **options, **retries
+                )
+
+            self._redis = client(resending_size, resending)
+            self._once = client(once_size, once)
+
+    def _client(
+        self, commands: Sequence[Command]
+    ) -> tuple[Redis | RedisCluster, asyncio.Semaphore]:
+        """The client for a call of ``commands``, and its slots: the resending one only when
+        every command is on the allow-list (``resendable``)."""
+        if all(resendable(c) for c in commands):
+            return self._redis, self._slots
+        return self._once, self._once_slots
+
+    async def _send(self, *commands: Command, raise_on_error: bool = True) -> list[Any]:
+        """Send ``commands`` in one round trip (one command, or one pipeline that is not a
+        transaction) within the call's deadline, on the client the allow-list picks; their
+        replies, in order. A failed command raises its error, or with ``raise_on_error``
+        False leaves it in its place. A call refused READONLY is sent again (``RESENDS``
+        times at most): it ran nowhere."""
+        client, slots = self._client(commands)
+
+        async def attempt() -> list[Any]:
+            if len(commands) == 1:
+                try:
+                    return [await client.execute_command(*commands[0])]
+                except redis_errors.ResponseError as exc:
+                    if raise_on_error or _refused_unrun(exc):
+                        raise
+                    return [exc]
+            pipe = client.pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            # Errors in place, raised here as Redis said them (a pipeline's own raise
+            # rewrites their text).
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+            for reply in replies:
+                if isinstance(reply, redis_errors.ReadOnlyError) or (
+                    raise_on_error and isinstance(reply, Exception)
+                ):
+                    raise reply
+            return replies
+
+        async def send() -> list[Any]:
+            for tries in range(RESENDS + 1):
+                try:
+                    return await attempt()
+                except (redis_errors.ReadOnlyError, redis_errors.ConnectionError) as exc:
+                    if tries == RESENDS or not _refused_unrun(exc):
+                        raise
+            raise AssertionError("unreachable")
+
+        replies: list[Any] = await self._call(send, slots)
+        return replies
+
+    async def _call(self, operation: Callable[[], Awaitable[Any]], slots: asyncio.Semaphore) -> Any:
+        """Run ``operation()`` within the call's deadline, once one of ``slots`` is free, again
+        while a Cluster slot it names is moving (see ``_settled``)."""
         task = asyncio.current_task()
         moving: list[BaseException] = []
         try:
             async with asyncio.timeout(self._timeout_s):
-                # At most pool_size calls at once; the others queue here, within the deadline.
-                async with self._slots:
+                # The others queue here, within the deadline.
+                async with slots:
                     result = await _settled(operation, moving)
         except redis_errors.OutOfMemoryError as exc:
             raise StoreFullError(str(exc)) from None
@@ -231,7 +372,15 @@ class RedisStore:
                 raise StoreUnavailableError(
                     f"a slot of the match was still moving at the deadline: {moving[-1]}"
                 ) from moving[-1]
+            if isinstance(exc, TimeoutError):
+                raise StoreUnavailableError(
+                    f"TimeoutError: Redis did not answer within {self._timeout_s:g} s"
+                ) from exc
             raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
+        except redis_errors.ResponseError as exc:
+            if str(exc).startswith(_UNAVAILABLE_REPLIES):
+                raise StoreUnavailableError(str(exc)) from exc
+            raise
         if task is not None and task.cancelling():
             # redis-py can swallow a cancellation that lands mid-command and answer normally: the
             # caller asked to stop (a server stopping its health watchdog waited forever on it).
@@ -239,54 +388,30 @@ class RedisStore:
         return result
 
     async def _script(
-        self,
-        script: _Script,
-        keys: list[str],
-        args: list[Any],
-        *,
-        then: tuple[bytes | str | int, ...] | None = None,
+        self, script: _Script, keys: list[str], args: list[Any], *then: Command
     ) -> Any:
-        """Run a script by its SHA-1 on the pipelined client, sending its source only when
-        Redis does not hold it (after a restart): one round trip, nearly always. ``then`` is
-        a command sent right behind it, in the same write on the same connection; its reply
-        is read and dropped."""
-        assert self._pipes is not None
-        for run, body in ((b"EVALSHA", script.sha), (b"EVAL", script.source)):
-            call = (run, body, len(keys), *keys, *args)
-            if then is None:
-                ran = self._pipes.execute(*call)
-            else:
-                ran, after = self._pipes.execute_together(call, then)
-                after.add_done_callback(_dropped)
-            try:
-                return await ran
-            except NoScriptError:  # nothing ran: EVAL runs it and keeps it for the next EVALSHA
-                continue
-        raise AssertionError("EVAL never answers NOSCRIPT")
-
-    async def _cluster_script(
-        self, script: _Script, keys: list[str], args: list[Any], then: tuple[bytes | str | int, ...]
-    ) -> Any:
-        """``_script`` on a Redis Cluster: the script and ``then`` in one pipeline, so one
-        write to the match's master (redis-py sends a redirected command again on its own)."""
+        """Run a script by its SHA-1, sending its source only when Redis does not hold it
+        (after a restart, or SCRIPT FLUSH): one round trip, nearly always. ``then`` are
+        commands sent right behind it in the same pipeline; their replies are dropped."""
         for run, body in (("EVALSHA", script.sha), ("EVAL", script.source)):
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.execute_command(run, body, len(keys), *keys, *args)
-            pipe.execute_command(*then)
-            ran, _ = await pipe.execute(raise_on_error=False)
+            ran, *_ = await self._send(
+                (run, body, len(keys), *keys, *args), *then, raise_on_error=False
+            )
             if isinstance(ran, redis_errors.NoScriptError):
-                continue
+                continue  # nothing ran: EVAL runs it and keeps it for the next EVALSHA
+            if isinstance(ran, redis_errors.OutOfMemoryError):
+                raise StoreFullError(str(ran))
+            if isinstance(ran, redis_errors.ResponseError) and str(ran).startswith(
+                _UNAVAILABLE_REPLIES
+            ):
+                raise StoreUnavailableError(str(ran)) from ran
             if isinstance(ran, Exception):
                 raise ran
             return ran
         raise AssertionError("EVAL never answers NOSCRIPT")
 
     async def load(self, match_id: str) -> MatchRecord | None:
-        data: bytes | None
-        if self._pipes is not None:
-            data = await self._pipes.execute(b"GET", keys.match_key(match_id))
-        else:
-            data = await self._call(lambda: self._redis.get(keys.match_key(match_id)))
+        (data,) = await self._send(("GET", keys.match_key(match_id)))
         return None if data is None else decode_record(match_id, data)
 
     async def create(self, new: NewMatch) -> bool:
@@ -299,11 +424,7 @@ class RedisStore:
             encode_record(record),
             *_entry_fields(new.entry),
         ]
-        if self._pipes is not None:
-            created = await self._script(_CREATE_SCRIPT, names, args)
-        else:
-            created = await self._call(lambda: self._create(keys=names, args=args))
-        return bool(created)
+        return bool(await self._script(_CREATE_SCRIPT, names, args))
 
     async def commit(self, match_id: str, commit: Commit) -> bool:
         applied, _ = await self.commit_or_current(match_id, commit)
@@ -328,15 +449,10 @@ class RedisStore:
             *_entry_fields(commit.entry),
         ]
         # The watch key (when the match has one) gets the match's new expiry from a PEXPIRE
-        # right behind the script, in the same write: no round trip of its own, and no key
+        # right behind the script, in the same pipeline: no round trip of its own, and no key
         # the script names that may not exist (see _COMMIT).
         refresh = ("PEXPIRE", keys.watch_key(match_id), ttl_ms)
-        if self._pipes is not None:
-            answer = await self._script(_COMMIT_SCRIPT, names, args, then=refresh)
-        else:
-            answer = await self._call(
-                lambda: self._cluster_script(_COMMIT_SCRIPT, names, args, refresh)
-            )
+        answer = await self._script(_COMMIT_SCRIPT, names, args, refresh)
         if answer == 1:
             return True, None
         current, expires_at = answer
@@ -357,53 +473,30 @@ class RedisStore:
         fixes, self._watch_fixes = self._watch_fixes, {}
         for match_id, expires_at in fixes.items():
             key = keys.watch_key(match_id)
-            command: tuple[bytes | str | int, ...]
+            command: Command
             if expires_at == -2:
                 command = ("DEL", key)
             elif expires_at == -1:
                 command = ("PERSIST", key)
             else:
                 command = ("PEXPIREAT", key, expires_at)
-            if self._pipes is not None:
-                self._pipes.execute(*command).add_done_callback(_dropped)
-            else:
-                fix = functools.partial(self._redis.execute_command, *command)
-                task = asyncio.ensure_future(self._call(fix))
-                self._fixing.add(task)
-                task.add_done_callback(self._fixing.discard)
-                task.add_done_callback(_dropped)
+            task = asyncio.ensure_future(self._send(command))
+            self._fixing.add(task)
+            task.add_done_callback(self._fixing.discard)
+            task.add_done_callback(_dropped)
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         return (await self.events_many({match_id: after_version}))[match_id]
 
     async def events_many(self, after: Mapping[str, int]) -> dict[str, EventPage]:
-        # Per match, the oldest entry, then those after: all sent at once (a pipeline).
-        if self._pipes is not None:
-            calls = []
-            for match_id, version in after.items():
-                key = keys.events_key(match_id)
-                calls.append(self._pipes.execute(b"XRANGE", key, b"-", b"+", b"COUNT", 1))
-                calls.append(
-                    self._pipes.execute(b"XRANGE", key, "(" + keys.stream_id(version), b"+")
-                )
-            # Every reply is read (a failed one raises below), so no failure goes unretrieved.
-            replies = await asyncio.gather(*calls, return_exceptions=True)
-            found: list[Any] = []
-            for reply in replies:
-                if isinstance(reply, BaseException):
-                    raise reply
-                found.append([(e[0], _fields(e[1])) for e in reply])
-        else:  # on a Cluster, redis-py's pipeline: one per node
-
-            def read() -> Awaitable[list[Any]]:
-                pipe = self._redis.pipeline(transaction=False)
-                for match_id, version in after.items():
-                    key = keys.events_key(match_id)
-                    pipe.xrange(key, "-", "+", count=1)
-                    pipe.xrange(key, "(" + keys.stream_id(version), "+")
-                return pipe.execute()
-
-            found = await self._call(read)
+        # Per match, the oldest entry, then those after: all in one pipeline (on a Cluster,
+        # redis-py sends one per node).
+        commands: list[Command] = []
+        for match_id, version in after.items():
+            key = keys.events_key(match_id)
+            commands.append(("XRANGE", key, "-", "+", "COUNT", 1))
+            commands.append(("XRANGE", key, "(" + keys.stream_id(version), "+"))
+        found = await self._send(*commands)
         pages = {}
         for index, match_id in enumerate(after):
             first, entries = found[2 * index], found[2 * index + 1]
@@ -416,27 +509,7 @@ class RedisStore:
         return pages
 
     async def watch_access(self, match_ids: Collection[str]) -> dict[str, WatchAccess | None]:
-        found: list[bytes | None]
-        if self._pipes is not None:
-            pipes = self._pipes
-            replies = await asyncio.gather(
-                *(pipes.execute(b"GET", keys.watch_key(match_id)) for match_id in match_ids),
-                return_exceptions=True,  # every reply read, so no failure goes unretrieved
-            )
-            found = []
-            for reply in replies:
-                if isinstance(reply, BaseException):
-                    raise reply
-                found.append(reply)
-        else:
-
-            def read() -> Awaitable[list[Any]]:
-                pipe = self._redis.pipeline(transaction=False)
-                for match_id in match_ids:
-                    pipe.get(keys.watch_key(match_id))
-                return pipe.execute()
-
-            found = await self._call(read)
+        found = await self._send(*(("GET", keys.watch_key(match_id)) for match_id in match_ids))
         return {
             match_id: None if data is None else decode_watch_access(data)
             for match_id, data in zip(match_ids, found, strict=True)
@@ -457,11 +530,7 @@ class RedisStore:
             "1" if revoke else "0",
             keys.wake_channel(match_id),
         ]
-        if self._pipes is not None:
-            swapped = await self._script(_SWAP_WATCH_SCRIPT, names, args)
-        else:
-            swapped = await self._call(lambda: self._swap_watch(keys=names, args=args))
-        return bool(swapped)
+        return bool(await self._script(_SWAP_WATCH_SCRIPT, names, args))
 
     def feed(self, on_reconnect: Callable[[], None]) -> RedisFeed:
         feed = RedisFeed(
@@ -475,10 +544,7 @@ class RedisStore:
 
     async def ping(self) -> None:
         # A write, not PING: a Redis out of memory still answers PING but refuses every write.
-        if self._pipes is not None:
-            await self._pipes.execute(b"SET", keys.PROBE, b"1", b"PX", 60_000)
-        else:
-            await self._call(lambda: self._redis.set(keys.PROBE, b"1", px=60_000))
+        await self._send(("SET", keys.PROBE, b"1", "PX", 60_000))
 
     async def close(self) -> None:
         self._watch_fixes.clear()  # none is sent after the close
@@ -486,18 +552,18 @@ class RedisStore:
             await feed.close()
         if self._fixing:
             await asyncio.wait(self._fixing, timeout=self._timeout_s)
-        if self._pipes is not None:
-            await self._pipes.close()
         await self._redis.aclose()
+        await self._once.aclose()
         for sentinel in self._sentinels:
             for client in sentinel.sentinels:
                 await client.aclose()
 
     async def memory_usage(self, match_id: str) -> tuple[int, int]:
         """Bytes Redis uses for the match record and for its event stream (benchmarks)."""
-        redis = self._redis
-        record = await self._call(lambda: redis.memory_usage(keys.match_key(match_id), samples=0))
-        stream = await self._call(lambda: redis.memory_usage(keys.events_key(match_id), samples=0))
+        record, stream = await self._send(
+            ("MEMORY", "USAGE", keys.match_key(match_id), "SAMPLES", 0),
+            ("MEMORY", "USAGE", keys.events_key(match_id), "SAMPLES", 0),
+        )
         return int(record or 0), int(stream or 0)
 
 
@@ -652,24 +718,6 @@ def _connection_failure(exc: BaseException) -> str:
     return text
 
 
-def _pack_with_hiredis(client: Redis) -> None:
-    """Have the client's connections pack commands with hiredis (C) rather than redis-py's
-    Python packer, as redis-py's blocking client does: the commit, with its record and event
-    entry, is packed on every Play. The bytes are the same (tests/service/test_store_contract)."""
-    pool = client.connection_pool
-    base = pool.connection_class
-
-    def pack_command(self: Any, *args: Any) -> list[bytes]:
-        # "MEMORY USAGE": its words go apart, as redis-py's packer splits a command name (a
-        # str always, bytes with a space in them).
-        first = args[0]
-        if isinstance(first, str) or b" " in first:
-            args = (*first.split(), *args[1:])
-        return [hiredis.pack_command(args)]
-
-    pool.connection_class = type(f"Hiredis{base.__name__}", (base,), {"pack_command": pack_command})
-
-
 def _dropped(future: asyncio.Future[Any]) -> None:
     """Read a reply nobody waits for, a failure included (so that none goes unretrieved)."""
     if not future.cancelled():
@@ -682,11 +730,6 @@ def _entry_fields(entry: EventEntry) -> list[bytes | str]:
         if cards:
             fields += [keys.private_field(seat), cards]
     return fields
-
-
-def _fields(flat: list[bytes]) -> dict[bytes, bytes]:
-    """A stream entry's fields as redis-py gives them, from the flat list Redis sends."""
-    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _version(stream_id: bytes) -> int:
