@@ -28,8 +28,9 @@ from basra.engine.view import view
 
 def play_match(
     rules: str, seats: int, seed: int, strong_side: int, iterations: int
-) -> tuple[bool, list[float]]:
-    """One match, the strong level on side ``strong_side``; whether it won, its move times (ms).
+) -> tuple[bool, list[float], list[float]]:
+    """One match, the strong level on side ``strong_side``: whether it won, and its moves' wall
+    and CPU times (ms).
 
     The strong bot remembers the public events of the hand (``cards_gone``), as a player does.
     """
@@ -38,6 +39,7 @@ def play_match(
     hand_events: list[Event] = list(events)
     rng = random.Random(seed ^ 0x5EED)
     times: list[float] = []
+    cpu_times: list[float] = []
     while state.phase is not Phase.MATCH_OVER:
         if state.phase is Phase.HAND_OVER:
             state, events = deal_next_hand(state)
@@ -46,20 +48,21 @@ def play_match(
         seat = state.turn
         seen = view(state, seat)
         if profile.side_of(seat) == strong_side:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             card, plan = choose(
                 "strong", seen, profile, rng, iterations=iterations, gone=cards_gone(hand_events)
             )
             times.append((time.perf_counter() - started) * 1000)
+            cpu_times.append((time.thread_time() - cpu) * 1000)
         else:
             card, plan = choose("greedy", seen, profile, rng)
         play = Play(seat, card, plan) if plan else Play(seat, card, trail=True)
         state, events = apply(state, play)
         hand_events.extend(events)
-    return state.winner == strong_side, times
+    return state.winner == strong_side, times, cpu_times
 
 
-def _match(args: tuple[str, int, int, int, int]) -> tuple[bool, list[float]]:
+def _match(args: tuple[str, int, int, int, int]) -> tuple[bool, list[float], list[float]]:
     return play_match(*args)
 
 
@@ -81,16 +84,19 @@ def p99(values: list[float]) -> float:
 
 def series(
     rules: str, seats: int, matches: int, iterations: int, workers: int
-) -> tuple[int, list[float]]:
-    """Wins of the strong side over ``matches`` matches, and every strong move's time (ms)."""
+) -> tuple[int, list[float], list[float]]:
+    """Wins of the strong side over ``matches`` matches, and every strong move's wall and CPU
+    times (ms)."""
     jobs = [(rules, seats, 1000 + i // 2, i % 2, iterations) for i in range(matches)]
     wins = 0
     times: list[float] = []
+    cpu_times: list[float] = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for won, took in pool.map(_match, jobs):
+        for won, took, cpu in pool.map(_match, jobs):
             wins += won
             times.extend(took)
-    return wins, times
+            cpu_times.extend(cpu)
+    return wins, times, cpu_times
 
 
 def bot_figures(
@@ -102,14 +108,16 @@ def bot_figures(
     """The bot figures (printed as they come), keyed as in ``make bench``'s JSON."""
     engine = "compiled" if COMPILED else "pure"
     print(f"bots: strong ({iterations} rollouts a move, {engine} engine) against greedy")
-    wins, times = series("eram", 2, matches, iterations, workers)
+    wins, times, cpu = series("eram", 2, matches, iterations, workers)
     low, high = wilson(wins, matches)
     rate = wins / matches
     print(
         f"  eram, 2 seats: {wins}/{matches} won, {rate:.3f} "
         f"(95% Wilson interval {low:.3f}..{high:.3f})"
     )
-    pair_wins, pair_times = series("egyptian", 4, partnership_matches, iterations, workers)
+    pair_wins, pair_times, pair_cpu = series(
+        "egyptian", 4, partnership_matches, iterations, workers
+    )
     pair_low, pair_high = wilson(pair_wins, partnership_matches)
     pair_rate = pair_wins / partnership_matches
     print(
@@ -119,9 +127,10 @@ def bot_figures(
     )
     every = times + pair_times
     move_p99 = p99(every)
+    cpu_p99 = p99(cpu + pair_cpu)
     print(
         f"  strong move: p50 {sorted(every)[len(every) // 2]:.1f} ms, p99 {move_p99:.1f} ms "
-        f"over {len(every)} moves ({workers} processes at once)"
+        f"(CPU time p99 {cpu_p99:.1f} ms) over {len(every)} moves ({workers} processes at once)"
     )
     return {
         "bot_strong_vs_greedy_win_rate": round(rate, 4),
@@ -132,6 +141,7 @@ def bot_figures(
         "bot_strong_vs_greedy_partnership_matches": partnership_matches,
         "bot_strong_iterations": iterations,
         "bot_move_p99_ms": round(move_p99, 1),
+        "bot_move_cpu_p99_ms": round(cpu_p99, 1),
     }
 
 
