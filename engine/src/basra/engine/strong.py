@@ -53,35 +53,32 @@ class Move:
 
 
 def root_moves(view: SeatView, profile: Profile) -> list[Move]:
-    """Every legal move of the seat, greedy's choice first, then by hand order and plan id."""
+    """Every legal move of the seat, greedy's choice first, then in hand order and plan order.
+
+    A card with plans must capture by one of them; a card without plans trails.
+    """
     floor = mask_of(view.floor)
     points = profile.points.points
     moves: list[Move] = []
     best = -1
     best_key = (-1, -1, -1, -1)
+    trail = -1
+    trail_key = (0, 0, 0)
     for card in view.hand:
         plans = capture_plans(floor, card, profile)
+        if not plans:
+            key_trail = (points[card], VALUES[card], int(card))
+            if trail < 0 or key_trail < trail_key:
+                trail, trail_key = len(moves), key_trail
+            moves.append(Move(card, None))
         for plan in plans:
-            key = (
-                int(plan.basra),
-                profile.points.of(plan.mask) + points[card],
-                len(plan.captures),
-                -int(card),
-            )
+            taken = profile.points.of(plan.mask) + points[card]
+            key = (int(plan.basra), taken, len(plan.captures), -int(card))
             if key > best_key:
                 best_key, best = key, len(moves)
             moves.append(Move(card, plan))
-    if not moves:
-        for card in view.hand:
-            moves.append(Move(card, None))
-        best = 0
-        best_key_trail = (points[view.hand[0]], VALUES[view.hand[0]], int(view.hand[0]))
-        for i in range(1, len(moves)):
-            c = moves[i].card
-            key_trail = (points[c], VALUES[c], int(c))
-            if key_trail < best_key_trail:
-                best_key_trail, best = key_trail, i
-    moves.insert(0, moves.pop(best))
+    first = best if best >= 0 else trail
+    moves.insert(0, moves.pop(first))
     return moves
 
 
