@@ -30,7 +30,7 @@ from basra.engine.profile import Profile
 from basra.engine.rules import BASRA_VALUE
 from basra.engine.view import SeatView
 
-DEFAULT_ITERATIONS: Final = 160
+DEFAULT_ITERATIONS: Final = 200
 """Rollouts per move of the ``strong`` level unless told otherwise."""
 EPSILON_PERCENT: Final = 10
 """Chance, in percent, that a seat in a rollout plays a random move instead of the greedy one."""
