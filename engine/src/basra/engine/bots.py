@@ -3,13 +3,16 @@
 Pure: randomness is an argument. ``choose`` is the one entry point a program (or the service)
 uses for a seat's move, from that seat's view only:
 
-    from basra.engine import new_match, view
-    from basra.engine.bots import choose
+    import random
+    from basra.engine import Play, apply, new_match, view
+    from basra.engine.bots import cards_gone, choose
 
-    state, _ = new_match(42)
-    card, plan = choose("strong", view(state, state.turn), state.profile, random.Random(7))
-    state, _ = apply(state, Play(state.turn, card, plan) if plan else Play(state.turn, card,
-                                                                          trail=True))
+    state, events = new_match(42)
+    seat = state.turn
+    card, plan = choose("strong", view(state, seat), state.profile, random.Random(7),
+                        gone=cards_gone(events))
+    play = Play(seat, card, plan) if plan else Play(seat, card, trail=True)
+    state, events = apply(state, play)
 
 Levels (``LEVELS``):
 
