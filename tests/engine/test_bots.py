@@ -274,6 +274,11 @@ def test_bad_requests_are_refused_with_typed_errors() -> None:
         choose("strong", view(state, seat), ERAM, random.Random(1), iterations=0)
     with pytest.raises(NotYourTurnError):
         choose("strong", view(state, 1 - seat), ERAM, random.Random(1))
+    hidden = 0
+    for hand in state.hands[:seat] + state.hands[seat + 1 :]:
+        hidden |= mask_of(hand)
+    with pytest.raises(InvalidInputError, match="fewer unseen cards"):
+        choose("strong", view(state, seat), ERAM, random.Random(1), gone=hidden)
     while state.phase is Phase.PLAYING:
         state, _ = apply(state, random_play(state, random.Random(1)))
     with pytest.raises(HandOverError):

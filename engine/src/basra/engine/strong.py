@@ -24,6 +24,7 @@ from typing import Final
 
 from basra.engine.cards import ALL_CARDS_MASK, CARDS, VALUES, Card, mask_of
 from basra.engine.chance import below
+from basra.engine.errors import InvalidInputError
 from basra.engine.game import deal_round
 from basra.engine.plans import Plan, capture_plans
 from basra.engine.profile import Profile
@@ -195,12 +196,23 @@ class Sampler:
             view.dealer,
         )
         self.base.hands[view.seat] = hand
+        if len(forced) + len(pool) < self.hidden():
+            raise InvalidInputError(
+                f"gone {gone:#x} leaves fewer unseen cards than the other hands and the stock hold",
+                gone=f"{gone:#x}",
+            )
 
-    def sample(self, rng: random.Random) -> World:
-        """A world: the hidden hands and the stock drawn uniformly among those the view allows."""
+    def hidden(self) -> int:
+        """How many cards the seat cannot see: the other hands and the stock (less a visible
+        bottom card)."""
         hidden = self.stock_size - (1 if self.bottom >= 0 else 0)
         for seat in self.others:
             hidden += self.sizes[seat]
+        return hidden
+
+    def sample(self, rng: random.Random) -> World:
+        """A world: the hidden hands and the stock drawn uniformly among those the view allows."""
+        hidden = self.hidden()
         cards = list(self.forced)
         pool = list(self.pool)
         # A partial Fisher-Yates draw of the unforced hidden cards from the pool.
