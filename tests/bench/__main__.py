@@ -1,7 +1,7 @@
 """``make bench``: engine and service figures, human-readable, then one JSON line.
 
-Bounded in time (about six minutes on two cores, 30 s of it the idle WatchMatch streams);
-loopback only.
+Bounded in time (several minutes on two cores: 30 s of it the idle WatchMatch streams, and the
+bots' matches, strong against greedy); loopback only.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 
+from tests.bench.bot_bench import bot_figures
 from tests.bench.client_bench import client_figures
 from tests.bench.engine_bench import engine_figures
 from tests.bench.hardening_bench import hardening_figures
@@ -20,6 +21,8 @@ from tests.bench.watch_bench import watch_figures
 def main() -> None:
     started = time.monotonic()
     figures = engine_figures()
+    print()
+    figures.update(bot_figures())
     print()
     figures.update(service_figures())
     print()

@@ -10,6 +10,14 @@ only, no I/O.
 ``State`` is immutable; every function returns a new one. ``view`` is what one seat may see;
 ``codec.encode``/``codec.decode`` store a state in about 110 bytes (two seats, mid-hand).
 
+Computer players (``engine.bots``) decide from one seat's view and the match's rules, never
+from the state, at three levels (``random``, ``greedy``, ``strong``: a Monte Carlo search over
+the cards the seat cannot see; ``engine.strong``, docs/bots.md):
+
+    from basra.engine.bots import choose
+    card, plan = choose("strong", view(state, state.turn), state.profile, random.Random(1))
+    play = Play(state.turn, card, plan) if plan else Play(state.turn, card, trail=True)
+
 The modules below may be compiled with mypyc (``setup.py``; ``make`` builds them in place when a
 C compiler is present): ``COMPILED`` says which engine this process runs. ``BASRA_ENGINE=pure`` in
 the environment forces the ``.py`` sources even beside the compiled modules (the suite runs
