@@ -196,6 +196,8 @@ class Table {
   /** Fetches my view again (after an event, a race or a reconnection). */
   async refresh(): Promise<void> {
     const answer = await untilAnswered(() => this.me.getMatch({ matchId: this.matchId }), () => this.reconnecting());
+    // The server answered: the table is live again.
+    if (alertText === RECONNECTING) showAlert(undefined);
     this.accept(answer.view);
     await this.afterChange();
   }
@@ -293,10 +295,7 @@ class Table {
     while (!signal.aborted) {
       try {
         // Back after a lost connection: the view first, which lifts the banner, then the events.
-        if (alertText === RECONNECTING) {
-          await this.refresh();
-          showAlert(undefined);
-        }
+        if (alertText === RECONNECTING) await this.refresh();
         for await (const { event } of this.me.watchMatch({ matchId: this.matchId, afterVersion: after }, { signal })) {
           if (!event) continue;
           attempt = 0;
