@@ -251,3 +251,14 @@ def test_lighthouse_scores_the_lobby_and_the_table_on_mobile(
     output = scenario("lighthouse", service, tmp_path)
     assert "lighthouse: every floor met" in output
     assert output.count("lighthouse 12.2.3, mobile") == 2
+
+
+def test_the_pictures_of_the_table(service: Service, tmp_path: Path) -> None:
+    # `make screenshot` sets WEB_SCREENSHOTS to web/screenshots, the committed pictures.
+    pictures = Path(os.environ.get("WEB_SCREENSHOTS", str(tmp_path)))
+    output = scenario("screenshots", service, pictures)
+    assert "pictures: " in output
+    for name in ("lobby", "table-2-seats-mid-hand", "table-4-seats-mid-hand", "score-sheet"):
+        assert (pictures / f"{name}.png").stat().st_size > 0
+    assert (pictures / "spectator.png").stat().st_size > 0
+    assert (pictures / "arabic-360px.png").stat().st_size > 0
