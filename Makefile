@@ -169,8 +169,9 @@ chromium: ## install Debian's chromium when missing
 	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
 	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends chromium fonts-dejavu-core; }; }
 
-screenshot: $(STAMP) redis-server chromium $(WEB_DIST) ## rewrite web/screenshot.png (the README's)
-	README_SCREENSHOT=$(CURDIR)/$(WEB)/screenshot.png $(BIN)/pytest -q tests/web -k reload
+screenshot: $(STAMP) redis-server chromium $(WEB_DIST) ## rewrite web/screenshot.png (the README's) and web/screenshots/
+	README_SCREENSHOT=$(CURDIR)/$(WEB)/screenshot.png WEB_SCREENSHOTS=$(CURDIR)/$(WEB)/screenshots \
+	  $(BIN)/pytest -q tests/web -k "reload or pictures"
 
 clean-web: ## remove the web table's packages, stubs and build
 	rm -rf $(WEB)/node_modules $(WEB)/gen $(WEB)/dist

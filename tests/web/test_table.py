@@ -229,3 +229,39 @@ def test_a_three_seat_persian_hand_with_an_invited_person_and_a_bot(
     match = {"RULES": "persian", "SEATS": "3", "OTHERS": "person,bot", "SIDES": "3"}
     output = scenario("rule-systems", service, tmp_path, **match)
     assert "persian for 3" in output
+
+
+def test_axe_finds_no_critical_or_serious_violation_in_three_languages_at_two_widths(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("audit", service, tmp_path)
+    assert "axe: no critical or serious violation" in output
+    # The lobby, the table and the sheet in en, ar and fa at 360 and 1280 px, then the spectator.
+    assert output.count(" critical or serious\n") >= 3 * 2 * 4
+
+
+def test_on_a_phone_the_hand_stays_on_screen_and_no_card_covers_a_heading_or_button(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("layout", service, tmp_path)
+    assert "layout: the hand on screen" in output
+    assert output.count(" turns, the hand's lowest edge at ") == 11
+
+
+def test_lighthouse_scores_the_lobby_and_the_table_on_mobile(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("lighthouse", service, tmp_path)
+    assert "lighthouse: every floor met" in output
+    assert output.count("lighthouse 12.2.3, mobile") == 2
+
+
+def test_the_pictures_of_the_table(service: Service, tmp_path: Path) -> None:
+    # `make screenshot` sets WEB_SCREENSHOTS to web/screenshots, the committed pictures.
+    pictures = Path(os.environ.get("WEB_SCREENSHOTS", str(tmp_path)))
+    output = scenario("screenshots", service, pictures)
+    assert "pictures: " in output
+    for name in ("lobby", "table-2-seats-mid-hand", "table-4-seats-mid-hand", "score-sheet"):
+        assert (pictures / f"{name}.png").stat().st_size > 0
+    assert (pictures / "spectator.png").stat().st_size > 0
+    assert (pictures / "arabic-360px.png").stat().st_size > 0

@@ -88,35 +88,40 @@ async function playByKeyboard(page: Page): Promise<void> {
   const second = cards.nth(1);
   assert.ok(await second.evaluate((element) => element === document.activeElement), "ArrowRight moves to the next card");
   const code = (await second.getAttribute("data-card")) ?? "";
-  await page.keyboard.press("Enter");
-  // The focus moves to the card's first choice; Escape goes back to the card, Enter again.
-  await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
-  assert.equal(await page.locator(`#hand [data-card="${code}"]`).getAttribute("aria-pressed"), "true");
-  await page.keyboard.press("Escape");
-  await page.waitForFunction((c) => (document.activeElement as HTMLElement | null)?.dataset["card"] === c, code);
-  assert.equal(await page.locator("#plans").count(), 0);
-  await page.keyboard.press("Enter");
-  await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
+  const choices = Number(await second.getAttribute("data-plans"));
   const before = (await seen(page)).version;
   await page.keyboard.press("Enter");
+  if (choices > 1) {
+    // A choice: the focus moves to the card's first plan; Escape goes back to the card, Enter
+    // again, Enter on its first plan.
+    await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
+    assert.equal(await page.locator(`#hand [data-card="${code}"]`).getAttribute("aria-pressed"), "true");
+    await page.keyboard.press("Escape");
+    await page.waitForFunction((c) => (document.activeElement as HTMLElement | null)?.dataset["card"] === c, code);
+    assert.equal(await page.locator("#plans").count(), 0);
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.activeElement?.closest("#plans") !== null);
+    await page.keyboard.press("Enter");
+  }
+  // A forced card (it trails, or it has one plan) is played by its own Enter.
   const after = await waitPast(page, before);
   assert.ok(!after.hand.includes(code), `${code} was played`);
 }
 
-/** Chooses a card that can capture, so that its plans show and the floor cards it would take
- * are marked; while no card of the hand can, plays on (a few moves at most). */
+/** Chooses a card that has several capture plans, so that its plans show and the floor cards
+ * the first would take are marked; while no card of the hand has a choice, plays on (a dozen
+ * plays at most, so that the hand goes on after the reload). */
 async function showAPlan(page: Page): Promise<void> {
-  for (let move = 0; move < 8; move++) {
-    for (const card of await page.locator("#hand button").all()) {
+  for (let move = 0; move < 12; move++) {
+    const card = page.locator('#hand button:not([data-plans="0"]):not([data-plans="1"])').first();
+    if ((await card.count()) > 0) {
       await card.click();
-      const plan = page.locator("#plans button[data-plan]").first();
-      if ((await plan.count()) > 0) {
-        await plan.hover();
-        return;
-      }
+      await page.locator("#plans button[data-plan]").first().hover();
+      return;
     }
-    const { version } = await seen(page);
-    await page.locator("#plans #trail").click();
+    const { version, status } = await seen(page);
+    if (status !== "playing") return;
+    await playFirst(page);
     await myTurn(page, version + 1);
   }
 }

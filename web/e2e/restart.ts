@@ -33,6 +33,17 @@ try {
   assert.equal(afterWatcher.backs[mover === a ? 0 : 1], afterMover.hand.length);
   assert.deepEqual(afterWatcher.floor, afterMover.floor);
   assert.equal(await watcher.page.locator("#alert").innerText(), "", "reconnected: no message left");
+  // A page that cannot reach the server greys its table under a banner, nothing on it live
+  // (the table is inert), until the server answers again: the mover's page goes offline and
+  // learns of the other seat's play through its open stream, but cannot fetch its view.
+  await mover.context.setOffline(true);
+  await playFirst(watcher.page);
+  await mover.page.locator("body.offline #app[inert]").waitFor({ state: "attached" });
+  assert.match(await mover.page.locator("#alert").innerText(), /^Connection lost/);
+  await mover.context.setOffline(false);
+  await mover.page.locator("body:not(.offline) #app:not([inert])").waitFor({ state: "attached" });
+  assert.equal(await mover.page.locator("#alert").innerText(), "", "back: the banner is gone");
+  await waitAt(mover.page, afterMover.version + 1);
   assert.deepEqual([...a.errors, ...b.errors], []);
   console.log(`restart at version ${version}: the match went on to ${afterMover.version}`);
 } finally {

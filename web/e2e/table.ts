@@ -42,7 +42,8 @@ export async function screenshot(page: Page, name: string, path?: string): Promi
   const target = path ?? (SCREENSHOTS ? join(SCREENSHOTS, `${name}.png`) : undefined);
   if (!target) return;
   if (!path && SCREENSHOTS) mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: target, fullPage: true });
+  // Animations finished: the picture shows where every card lands.
+  await page.screenshot({ path: target, fullPage: true, animations: "disabled" });
   console.log(`screenshot ${target}`);
 }
 
@@ -156,14 +157,19 @@ export async function waitAt(page: Page, version: number): Promise<Seen> {
   return seen(page);
 }
 
-/** Picks a card and its first choice (a plan, or laying it on the floor), by mouse. Returns the
- * card played. The floor cards the choice takes must be highlighted before the click. */
+/** Plays the hand's first playable card by mouse. One click plays a card whose outcome is
+ * forced (it trails, or it has a single plan); a card with a choice shows its plans, and the
+ * first is taken, after checking that hovering it highlights the floor cards it takes. Returns
+ * the card played. */
 export async function playFirst(page: Page): Promise<string> {
   const card = page.locator("#hand button:not([disabled])").first();
   const code = (await card.getAttribute("data-card")) ?? "";
+  const choices = Number(await card.getAttribute("data-plans"));
   await card.click();
-  const choice = page.locator("#plans button[data-plan], #plans #trail").first();
+  if (choices <= 1) return code;
+  const choice = page.locator("#plans button[data-plan]").first();
   await choice.waitFor();
+  assert.equal(await page.locator("#plans button[data-plan]").count(), choices, "every plan offered");
   assert.equal(await page.locator(`#hand [data-card="${code}"]`).getAttribute("aria-pressed"), "true");
   const takes = (await choice.getAttribute("data-takes"))?.split(" ").filter(Boolean) ?? [];
   await choice.hover();

@@ -20,6 +20,13 @@ try {
   await b.page.locator("#app[data-version]").waitFor();
   assert.equal(new URL(b.page.url()).hash, "", "the page erases the token from the address bar");
 
+  // Leave asks first: "Stay" keeps the seat (and the table).
+  await a.page.click("#leave");
+  await a.page.locator("#leave-dialog[open]").waitFor();
+  await a.page.click("#leave-cancel");
+  await a.page.locator("#leave-dialog").waitFor({ state: "detached" });
+  assert.notEqual(await a.page.evaluate(() => sessionStorage.getItem("basra.table")), null, "the seat is kept");
+
   let version = (await seen(a.page)).version;
   await waitAt(b.page, version);
   let plays = 0;

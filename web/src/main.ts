@@ -15,14 +15,18 @@ import { backoff, basraClient, errorMetadata, errorReason, isUnreachable, pause,
 import { chooseMove } from "./bot";
 import { cardCode } from "./cards";
 import { h } from "./dom";
-import { browserLanguage, isLanguage, isRightToLeft, LANGUAGES, setLanguage, t, type Language, type MessageId } from "./i18n";
+import { browserLanguage, isLanguage, isRightToLeft, LANGUAGES, numberingSystem, setLanguage, t, type Language, type MessageId } from "./i18n";
 import * as session from "./session";
-import { renderLobby, renderTable, type LobbyChoice, type TableState } from "./view";
+import { renderLobby, renderTable, resultText, sideLabel, type LobbyChoice, type Moment, type TableState } from "./view";
 
 /** How long the bot waits before it plays, so that a person sees their own card land first. */
 const BOT_PAUSE_MS = 400;
 /** How many events the log keeps. */
 const LOG_LENGTH = 8;
+/** How long a moment (a basra, the end of a hand, a game, the match) stays over the felt. */
+const MOMENT_MS = 1600;
+/** How long a card takes to move to its new place (none when the player asks for less motion). */
+const MOVE_MS = 350;
 
 const app = document.getElementById("app") as HTMLElement;
 const alertBox = document.getElementById("alert") as HTMLElement;
@@ -50,11 +54,18 @@ function errorMessage(error: unknown): string {
   return t("unknownError", { detail: error instanceof Error ? error.message : String(error) });
 }
 
-/** The message in the alert region; kept as a function so a language switch rewrites it. */
+const RECONNECTING = (): string => t("reconnecting");
+
+/** The message in the alert region; kept as a function so a language switch rewrites it. While
+ * the server is away the table is greyed and inert: nothing on it can be clicked or focused, so
+ * no "Your turn" button stays live under the banner. */
 let alertText: (() => string) | undefined;
 function showAlert(text: (() => string) | undefined): void {
   alertText = text;
   alertBox.textContent = text ? text() : "";
+  const offline = text === RECONNECTING;
+  app.inert = offline;
+  document.body.classList.toggle("offline", offline);
 }
 function showError(error: unknown): void {
   console.warn(error);
@@ -74,6 +85,10 @@ class Table {
   private scoreboard: Scoreboard | undefined;
   private events: MatchEvent[] = [];
   private busy = false;
+  private moment: Moment | undefined;
+  private momentTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The version last drawn: cards move (animated) only when it changes. */
+  private drawn = -1n;
   private botBusy = false;
   /** A bot's turn came up while another bot's move was under way. */
   private botAgain = false;
@@ -127,6 +142,7 @@ class Table {
   private accept(view: MatchView | undefined): boolean {
     if (!view || view.version < this.view.version) return false;
     const changed = view.version !== this.view.version;
+    if (changed) this.showMoment(this.view, view);
     this.view = view;
     if (changed) {
       this.plans = undefined;
@@ -136,6 +152,30 @@ class Table {
     this.saved = { ...this.saved, version: Number(view.version) };
     session.save(this.saved);
     return changed;
+  }
+
+  /** A short moment over the felt when a view brings a basra, or ends a hand, a game or the
+   * match (the biggest of these wins). */
+  private showMoment(before: MatchView, after: MatchView): void {
+    let moment: Moment | undefined;
+    const state = this.state();
+    if (after.status === MatchStatus.MATCH_OVER && after.winnerSide !== undefined) {
+      moment = { kind: "match", text: resultText({ ...state, view: after }, after.winnerSide) };
+    } else if (after.games.length > before.games.length) {
+      const game = after.games.at(-1);
+      moment = { kind: "game", text: t("gameEnded", { game: game?.game ?? after.games.length, who: sideLabel({ ...state, view: after }, game?.winnerSide ?? 0) }) };
+    } else if (before.status === MatchStatus.PLAYING && after.status === MatchStatus.HAND_OVER) {
+      moment = { kind: "hand", text: t("handOverMoment", { hand: after.handNumber }) };
+    } else if (after.lastPlay?.basra) {
+      moment = { kind: "basra", text: t("basra") };
+    }
+    if (!moment) return;
+    this.moment = moment;
+    clearTimeout(this.momentTimer);
+    this.momentTimer = setTimeout(() => {
+      this.moment = undefined;
+      this.render();
+    }, MOMENT_MS);
   }
 
   /** After any change: the plans if it is my turn, the score sheet if the hand is over, the
@@ -156,8 +196,20 @@ class Table {
   /** Fetches my view again (after an event, a race or a reconnection). */
   async refresh(): Promise<void> {
     const answer = await untilAnswered(() => this.me.getMatch({ matchId: this.matchId }), () => this.reconnecting());
+    // The server answered: the table is live again.
+    if (alertText === RECONNECTING) showAlert(undefined);
     this.accept(answer.view);
     await this.afterChange();
+  }
+
+  /** A card of the hand clicked: a forced outcome (it trails, or it has a single plan) plays at
+   * once; a choice shows the card's plans. */
+  private choose(code: string | undefined): void {
+    const cardPlans = this.plans?.find((candidate) => candidate.card && cardCode(candidate.card) === code);
+    if (code && cardPlans?.trails) return void this.play(code, 0, true);
+    const only = cardPlans?.plans.length === 1 ? cardPlans.plans[0] : undefined;
+    if (code && only) return void this.play(code, only.id, false);
+    this.select(code);
   }
 
   private select(code: string | undefined): void {
@@ -242,6 +294,8 @@ class Table {
     let attempt = 0;
     while (!signal.aborted) {
       try {
+        // Back after a lost connection: the view first, which lifts the banner, then the events.
+        if (alertText === RECONNECTING) await this.refresh();
         for await (const { event } of this.me.watchMatch({ matchId: this.matchId, afterVersion: after }, { signal })) {
           if (!event) continue;
           attempt = 0;
@@ -274,8 +328,8 @@ class Table {
     showAlert(RECONNECTING);
   }
 
-  render(): void {
-    const state: TableState = {
+  private state(): TableState {
+    return {
       view: this.view,
       rules: this.rules,
       plans: this.plans,
@@ -286,28 +340,42 @@ class Table {
       invites: this.saved.invites ?? {},
       watchLink: this.saved.watchLink,
       busy: this.busy,
+      moment: this.moment,
     };
+  }
+
+  render(): void {
+    const state = this.state();
+    const moved = state.view.version !== this.drawn;
+    this.drawn = state.view.version;
     draw(
       renderTable(state, {
-        select: (code) => this.select(code),
+        choose: (code) => this.choose(code),
         play: (code, planId, trail) => void this.play(code, planId, trail),
         nextHand: () => void this.nextHand(),
-        leave: () => leave(),
+        leave: () => void confirmLeave(),
+        newMatch: () => leave(),
         copy: (link) => void copyLink(link),
       }),
       this.view,
+      moved,
     );
   }
 }
 
-const RECONNECTING = (): string => t("reconnecting");
 
 let table: Table | undefined;
 
-/** Replaces the page's content, keeping the keyboard focus on the same control. */
-function draw(content: HTMLElement, view?: MatchView): void {
+/** Replaces the page's content, keeping the keyboard focus on the same control. When `moved`,
+ * cards glide from where they were to where they are now ("FLIP": each element carrying the
+ * same data-card, or a face-down card's seat, is measured before and after the redraw and
+ * animated from the old place), unless the player prefers reduced motion. */
+function draw(content: HTMLElement, view?: MatchView, moved = false): void {
   const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset["focus"] : undefined;
+  const animate = moved && !matchMedia("(prefers-reduced-motion: reduce)").matches;
+  const before = animate ? places() : undefined;
   app.replaceChildren(content);
+  if (before) glide(before);
   // State for tests and tools, on the root: the version shown, whose turn ("you", or another
   // seat's), the seat to play, where the match stands, and whether this page only watches.
   if (view) {
@@ -321,6 +389,48 @@ function draw(content: HTMLElement, view?: MatchView): void {
     for (const key of ["version", "turn", "toPlay", "status", "role"]) delete app.dataset[key];
   }
   if (focused) app.querySelector<HTMLElement>(`[data-focus="${focused}"]`)?.focus();
+}
+
+/** Where each card (by data-card) and each seat's place is on screen. */
+function places(): Map<string, DOMRect> {
+  const found = new Map<string, DOMRect>();
+  for (const element of app.querySelectorAll<HTMLElement>("[data-card], .seat[data-seat]")) {
+    const key = element.dataset["card"] ?? `seat-${element.dataset["seat"]}`;
+    if (!found.has(key)) found.set(key, element.getBoundingClientRect());
+  }
+  return found;
+}
+
+/** Animates every card from its old place (or, for a card just played by another seat, from
+ * that seat's place) to its new one. */
+function glide(before: Map<string, DOMRect>): void {
+  const lastPlay = app.querySelector<HTMLElement>("#last-play");
+  for (const element of app.querySelectorAll<HTMLElement>("#floor [data-card], #last-play [data-card]")) {
+    const from = before.get(element.dataset["card"] ?? "") ?? (element.closest("#floor, .played") ? before.get(`seat-${lastPlay?.dataset["seat"]}`) : undefined);
+    if (!from) continue;
+    const to = element.getBoundingClientRect();
+    const dx = from.left - to.left;
+    const dy = from.top - to.top;
+    if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
+    element.animate([{ transform: `translate(${dx}px, ${dy}px)` }, { transform: "none" }], { duration: MOVE_MS, easing: "ease-out" });
+  }
+}
+
+/** Leaving forgets this tab's seat: a dialog asks first ("Stay" is the default). */
+async function confirmLeave(): Promise<void> {
+  const dialog = h("dialog", { id: "leave-dialog", "aria-labelledby": "leave-question" },
+    h("p", { id: "leave-question" }, t("leaveQuestion")),
+    h("form", { method: "dialog", class: "actions" },
+      h("button", { value: "stay", id: "leave-cancel", autofocus: true }, t("leaveNo")),
+      h("button", { value: "leave", id: "leave-confirm", class: "danger" }, t("leaveYes"))),
+  ) as HTMLDialogElement;
+  document.body.append(dialog);
+  const answer = await new Promise<string>((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue), { once: true });
+    dialog.showModal();
+  });
+  dialog.remove();
+  if (answer === "leave") leave();
 }
 
 /** The new match the lobby's form describes (kept while the page lives, so that a language
@@ -422,6 +532,7 @@ function applyLanguage(lang: Language): void {
   setLanguage(lang);
   document.documentElement.lang = lang;
   document.documentElement.dir = isRightToLeft(lang) ? "rtl" : "ltr";
+  document.documentElement.dataset["digits"] = numberingSystem();
   document.title = t("title");
   (document.getElementById("title") as HTMLElement).textContent = t("title");
   (document.getElementById("language-label") as HTMLElement).textContent = t("language");

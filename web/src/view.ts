@@ -2,11 +2,11 @@
 // change (the table is small). Every card element carries data-card="10H"; the other seats' cards
 // are drawn face down and carry none, since this page never knows them. A spectator's page has
 // no hand at all.
-import { MatchStatus, type Card, type CardPlans, type MatchEvent, type MatchView, type Plan, type Scoreboard } from "../gen/basra/v1/game_pb";
-import type { RuleSystem } from "../gen/basra/v1/rules_pb";
+import { MatchStatus, type Card, type CardPlans, type CardPlayed, type MatchEvent, type MatchView, type Plan, type Rank, type Scoreboard } from "../gen/basra/v1/game_pb";
+import { SeatingDirection, type RuleSystem } from "../gen/basra/v1/rules_pb";
 import { cardCode, isRed, rankIndex, suitSymbol } from "./cards";
 import { h } from "./dom";
-import { cardList, cardName, formatList, formatNumber, t, type MessageId } from "./i18n";
+import { cardList, cardName, formatList, formatNumber, rulesText, t, type MessageId } from "./i18n";
 
 /** What the table shows. */
 export interface TableState {
@@ -27,13 +27,25 @@ export interface TableState {
   readonly invites: Readonly<Record<number, string>>;
   readonly watchLink: string | undefined;
   readonly busy: boolean;
+  /** A short moment over the felt (a basra, the end of a hand, a game or the match). */
+  readonly moment: Moment | undefined;
+}
+
+export interface Moment {
+  readonly kind: "basra" | "hand" | "game" | "match";
+  readonly text: string;
 }
 
 export interface TableActions {
-  select(code: string | undefined): void;
+  /** A card of the hand clicked: played at once when its outcome is forced, else its plans
+   * shown (undefined: back to the hand). */
+  choose(code: string | undefined): void;
   play(code: string, planId: number, trail: boolean): void;
   nextHand(): void;
+  /** Leaves the table (after asking). */
   leave(): void;
+  /** Back to the lobby once the match is over. */
+  newMatch(): void;
   copy(link: string): void;
 }
 
@@ -52,16 +64,17 @@ export interface LobbyChoice {
   readonly bottomCardShown: boolean;
 }
 
-/** A card face: its index and suit drawn as text, its name for screen readers. */
+/** A card face: its index and suit drawn as text, its name for screen readers. The accessible
+ * name starts with the visible label ("A♥ ace of hearts"), so that voice control users can say
+ * what they see (WCAG 2.5.3). */
 export function cardElement(card: Card, tag = "span", attributes: Record<string, string | boolean | EventListener> = {}, extraClass = ""): HTMLElement {
-  const name = cardName(card);
+  const name = `${rankIndex(card)}${suitSymbol(card)} ${cardName(card)}`;
   return h(
     tag,
     {
       class: ["card", isRed(card) ? "red" : "", extraClass].filter(Boolean).join(" "),
       "data-card": cardCode(card),
       "aria-label": name,
-      title: name,
       ...(tag === "span" ? { role: "img" } : {}),
       ...attributes,
     },
@@ -82,7 +95,7 @@ const RULE_NAMES: Readonly<Record<string, MessageId>> = {
 
 function ruleName(system: RuleSystem): string {
   const id = RULE_NAMES[system.name];
-  return id ? t(id) : system.title;
+  return id ? t(id, { target: system.target }) : system.title;
 }
 
 export interface LobbyActions {
@@ -141,7 +154,7 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
       seatCount?.bottomCardShownOption
         ? option("bottom-card-shown", t("bottomCardOption"), choice.bottomCardShown, (bottomCardShown) => ({ ...choice, bottomCardShown }))
         : null,
-      h("p", {}, t("youSitFirst")),
+      h("p", {}, t("youSitFirst", { seat: 1 })),
       choice.others.map((player, at) =>
         h("p", { class: "field" },
           h("label", { for: `seat-${at + 1}` }, t("seatChoice", { seat: at + 2 })),
@@ -151,6 +164,7 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
       h("button", { type: "submit", id: "start", disabled: busy || !system }, t("start")),
     ),
     h("p", { class: "note" }, t("botNote")),
+    renderRules(undefined),
   );
 }
 
@@ -166,10 +180,36 @@ function seatLabel(state: TableState, seat: number): string {
 }
 
 /** A side's seats, mine first: "You and Bot (seat 3)"; without partnerships, the seat's name. */
-function sideLabel(state: TableState, side: number): string {
+export function sideLabel(state: TableState, side: number): string {
   const me = mySeat(state.view);
   const seats = [...(state.view.sides[side]?.seats ?? [side])].sort((a, b) => Number(b === me) - Number(a === me) || a - b);
   return formatList(seats.map((seat) => seatLabel(state, seat)));
+}
+
+/** Where a seat sits around the felt, seen from mine (seat 0's place on a spectator's page).
+ * The rule system names the direction of play (VARIANTS.md): anticlockwise, the next seat sits
+ * to my right; clockwise, to my left. The places are physical sides of the screen, the same in
+ * right-to-left pages, so the direction of play reads the same in every language. */
+export type Place = "bottom" | "top" | "left" | "right";
+export function placeOf(seat: number, count: number, base: number, direction: SeatingDirection): Place {
+  const offset = (seat - base + count) % count;
+  const next: Place = direction === SeatingDirection.CLOCKWISE ? "left" : "right";
+  const last: Place = next === "left" ? "right" : "left";
+  if (offset === 0) return "bottom";
+  if (count === 2) return "top";
+  if (count === 3) return offset === 1 ? next : last;
+  return offset === 1 ? next : offset === 2 ? "top" : last;
+}
+
+/** The special points of each card code, from ListRules: what a capture choice is worth. */
+function specialPoints(rules: RuleSystem | undefined): Map<string, number> {
+  return new Map((rules?.specialCards ?? []).flatMap(({ card, points }) => (card ? [[cardCode(card), points] as const] : [])));
+}
+
+/** A plan's points: its special cards (the played card joins the pile too) and its basra. */
+export function planPoints(plan: Plan, card: Card, rules: RuleSystem | undefined): number {
+  const special = specialPoints(rules);
+  return [card, ...plan.captures].reduce((sum, taken) => sum + (special.get(cardCode(taken)) ?? 0), plan.basraPoints);
 }
 
 export function renderTable(state: TableState, actions: TableActions): HTMLElement {
@@ -178,68 +218,114 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
   const myTurn = view.status === MatchStatus.PLAYING && me !== undefined && view.toPlay === me;
   const chosen = state.plans?.find((cardPlans) => cardPlans.card && cardCode(cardPlans.card) === state.selected);
   const mayTake = new Set(chosen?.plans.flatMap((plan) => plan.captures.map(cardCode)) ?? []);
-  // The other seats in playing order from mine (every seat, for a spectator).
   const count = view.seatCount || view.seats.length;
-  const others = Array.from({ length: me === undefined ? count : count - 1 }, (_, at) => ((me ?? -1) + 1 + at) % count);
+  const direction = state.rules?.seatingDirection ?? SeatingDirection.UNSPECIFIED;
+  // Every seat but mine sits around the felt (every seat, for a spectator: seat 0 at the bottom).
+  const around = Array.from({ length: count }, (_, seat) => seat).filter((seat) => seat !== me);
+  const over = view.status !== MatchStatus.PLAYING;
 
   return h(
     "div",
-    { class: "table" },
+    { class: "table", "data-seats": count },
+    renderStatus(state, myTurn, actions),
     me === undefined ? h("p", { id: "watching", class: "note" }, t("watching")) : null,
-    renderStatus(state, myTurn),
-    renderScores(state),
-    h("div", { class: "seats" }, others.map((seat) => renderSeat(state, seat))),
-    h("section", { class: "floor", "aria-labelledby": "floor-heading" },
-      h("h2", { id: "floor-heading" }, t("floor")),
-      view.floor.length === 0
-        ? h("p", {}, t("emptyFloor"))
-        : h("ul", { id: "floor" }, view.floor.map((card) => h("li", {}, cardElement(card, "span", {}, mayTake.has(cardCode(card)) ? "may-take" : "")))),
+    h("div", { class: "felt", id: "felt" },
+      around.map((seat) => renderSeat(state, seat, placeOf(seat, count, me ?? 0, direction))),
+      h("section", { class: "floor", "aria-labelledby": "floor-heading" },
+        h("h2", { id: "floor-heading" }, t("floor")),
+        view.floor.length === 0
+          ? h("p", { class: "empty" }, t("emptyFloor"))
+          : h("ul", { id: "floor" }, view.floor.map((card) => h("li", {}, cardElement(card, "span", {}, mayTake.has(cardCode(card)) ? "may-take" : ""))))),
+      renderLastPlay(state),
+      // The stock's last card, in the views that may see it (the dealer's, in some rule systems).
+      view.bottomCard
+        ? h("section", { id: "bottom", class: "bottom", "aria-labelledby": "bottom-heading" },
+            h("h2", { id: "bottom-heading" }, t("bottomCard")), cardElement(view.bottomCard, "span", {}, "mini"))
+        : null,
+      state.moment ? h("div", { id: "moment", class: "moment", "data-kind": state.moment.kind, "aria-hidden": "true" }, state.moment.text) : null,
     ),
-    // The stock's last card, in the views that may see it (the dealer's, in some rule systems).
-    view.bottomCard
-      ? h("section", { id: "bottom", class: "bottom", "aria-labelledby": "bottom-heading" },
-          h("h2", { id: "bottom-heading" }, t("bottomCard")), cardElement(view.bottomCard))
-      : null,
-    chosen?.card && myTurn ? renderPlans(chosen.card, chosen, actions, state.busy) : null,
-    me === undefined ? null : renderHand(state, myTurn, actions),
-    view.status !== MatchStatus.PLAYING && state.scoreboard ? renderSheet(state, state.scoreboard, actions) : null,
+    me === undefined || over ? null : renderHand(state, myTurn, actions),
+    chosen?.card && myTurn ? renderPlans(chosen.card, chosen, state, actions) : null,
+    over && state.scoreboard ? renderSheet(state, state.scoreboard, actions) : null,
+    renderScores(state),
     renderLog(state),
     Object.entries(state.invites).map(([seat, link]) =>
       renderLink(`invite-${seat}`, t("inviteLabel", { seat: Number(seat) + 1 }), link, actions)),
     state.watchLink ? renderLink("watch", t("watchLabel"), state.watchLink, actions) : null,
-    h("button", { type: "button", id: "leave", class: "quiet", onclick: actions.leave }, t("leave")),
+    renderRules(state.rules),
   );
 }
 
-/** Another seat: its name, whether it deals, its hand face down and the number of its cards. */
-function renderSeat(state: TableState, seat: number): HTMLElement {
-  const handSize = state.view.seats[seat]?.handSize ?? 0;
-  return h("section", { class: "seat", "data-seat": seat, "aria-labelledby": `seat-heading-${seat}` },
+/** A seat's side's standing, shown on its place: points this game, its pile, its basras. */
+function standing(state: TableState, seat: number): HTMLElement {
+  const side = state.view.sides[state.view.seats[seat]?.side ?? seat];
+  const basras = side?.basras ?? 0;
+  return h("p", { class: "standing" },
+    h("span", { class: "points" }, t("points", { count: side?.score ?? 0 })),
+    " · ",
+    h("span", { class: "pile" }, t("pile", { count: side?.capturedCount ?? 0 })),
+    // Counted as they happen, one star each, not only on the score sheet.
+    basras > 0 ? h("span", { class: "badge basras", "data-basras": basras }, t("basraCount", { count: basras })) : null);
+}
+
+/** Another seat: its name, whether it deals or plays next, its hand face down, its standing. */
+function renderSeat(state: TableState, seat: number, place: Place): HTMLElement {
+  const { view } = state;
+  const handSize = view.seats[seat]?.handSize ?? 0;
+  const me = mySeat(view);
+  const partner = me !== undefined && seat !== me && view.seats[seat]?.side === view.side;
+  const toPlay = view.status === MatchStatus.PLAYING && view.toPlay === seat;
+  return h("section", { class: ["seat", toPlay ? "to-play" : "", partner ? "partner" : ""].filter(Boolean).join(" "), "data-seat": seat, "data-place": place, "aria-labelledby": `seat-heading-${seat}` },
     h("div", { class: "seat-head" },
       h("h2", { id: `seat-heading-${seat}` }, seatLabel(state, seat)),
-      seat === state.view.dealer ? h("span", { class: "badge" }, t("dealer")) : null),
+      partner ? h("span", { class: "badge partner" }, t("partner")) : null,
+      seat === view.dealer ? h("span", { class: "badge" }, t("dealer")) : null,
+      toPlay ? h("span", { class: "badge turn-badge" }, t("toPlay")) : null),
     h("div", { class: "backs", "aria-hidden": "true" }, Array.from({ length: handSize }, () => h("span", { class: "card back" }))),
     h("p", { class: "hand-size" }, t("cardsHeld", { count: handSize })),
+    standing(state, seat),
   );
+}
+
+/** The last play, until the next one: who, the card, what it took (and a basra). */
+function renderLastPlay(state: TableState): HTMLElement | null {
+  const played = state.view.lastPlay;
+  if (!played?.card || state.view.status !== MatchStatus.PLAYING) return null;
+  return h("section", { id: "last-play", class: played.basra ? "last-play basra" : "last-play", "data-seat": played.seat, "aria-labelledby": "last-play-heading" },
+    h("h2", { id: "last-play-heading", class: "visually-hidden" }, t("lastPlay")),
+    h("p", { class: "minis" },
+      cardElement(played.card, "span", {}, "mini played"),
+      played.captured.length ? h("span", { class: "arrow", "aria-hidden": "true" }, "⟶") : null,
+      played.captured.map((card) => cardElement(card, "span", {}, "mini"))),
+    h("p", { class: "what" }, playLine(played, state)));
 }
 
 function renderHand(state: TableState, myTurn: boolean, actions: TableActions): HTMLElement {
   const { view } = state;
-  return h("section", { class: "hand", "aria-labelledby": "hand-heading" },
+  const plans = new Map((state.plans ?? []).flatMap((cardPlans) => (cardPlans.card ? [[cardCode(cardPlans.card), cardPlans] as const] : [])));
+  return h("section", { class: myTurn ? "hand to-play" : "hand", "aria-labelledby": "hand-heading" },
     h("div", { class: "seat-head" },
       h("h2", { id: "hand-heading" }, t("yourHand")),
-      view.seat === view.dealer ? h("span", { class: "badge" }, t("dealer")) : null),
+      view.seat === view.dealer ? h("span", { class: "badge" }, t("dealer")) : null,
+      myTurn ? h("span", { class: "badge turn-badge" }, t("toPlay")) : null),
+    // Screen readers hear "can capture" after the name of each card that can.
+    h("span", { id: "can-take-note", hidden: true }, t("canTake")),
     h("div", { id: "hand", role: "group", "aria-labelledby": "hand-heading", onkeydown: moveAlongHand },
       view.hand.map((card) => {
         const code = cardCode(card);
+        const choices = plans.get(code)?.plans.length ?? 0;
         return cardElement(card, "button", {
           type: "button",
           "data-focus": `hand-${code}`,
+          // How many capture choices the card has (0: it trails); one or none plays at once.
+          "data-plans": String(choices),
+          ...(choices > 0 ? { "aria-describedby": "can-take-note" } : {}),
           "aria-pressed": String(code === state.selected),
           disabled: !myTurn || state.busy || state.plans === undefined,
-          onclick: () => actions.select(code === state.selected ? undefined : code),
-        });
+          onclick: () => actions.choose(code === state.selected ? undefined : code),
+        }, choices > 0 ? "can-take" : "");
       })),
+    standing(state, view.seat),
   );
 }
 
@@ -256,7 +342,7 @@ function moveAlongHand(event: Event): void {
   event.preventDefault();
 }
 
-function renderStatus(state: TableState, myTurn: boolean): HTMLElement {
+function renderStatus(state: TableState, myTurn: boolean, actions: TableActions): HTMLElement {
   const { view } = state;
   const deals = state.rules?.seatCounts.find((count) => count.seats === view.seatCount)?.dealsPerHand ?? view.dealNumber;
   let turn = "";
@@ -271,6 +357,8 @@ function renderStatus(state: TableState, myTurn: boolean): HTMLElement {
     h("p", { id: "stock" }, t("stock", { count: view.stockSize })),
     // Announced to screen readers whenever the turn changes.
     h("p", { id: "turn", class: myTurn ? "turn mine" : "turn", "aria-live": "polite" }, turn),
+    // Leaving forgets the seat on this tab: it asks first (main.ts), and sits far from the links.
+    h("button", { type: "button", id: "leave", class: "quiet", onclick: actions.leave }, t("leave")),
   );
 }
 
@@ -286,9 +374,10 @@ function renderScores(state: TableState): HTMLElement {
         h("th", { scope: "row" }, sideLabel(state, side.side)),
         h("td", { class: "score" }, t("points", { count: side.score })),
         h("td", {}, t("captured", { count: side.capturedCount })),
+        h("td", { class: "basras" }, t("basraCount", { count: side.basras })),
         view.options?.rubber ? h("td", { class: "games" }, t("gamesWon", { count: side.gamesWon })) : null)))),
-    h("p", { id: "carry" }, t("carry", { carry: view.carry })),
     h("p", { id: "target" }, t("target", { target: view.target })),
+    h("p", { id: "carry", class: "note" }, t("carry", { carry: view.carry })),
   );
 }
 
@@ -299,7 +388,8 @@ function planLabel(plan: Plan): string {
   return t("plan", { cards });
 }
 
-function renderPlans(card: Card, chosen: CardPlans, actions: TableActions, busy: boolean): HTMLElement {
+/** The choice between a card's plans: each plan as the small cards it takes and its points. */
+function renderPlans(card: Card, chosen: CardPlans, state: TableState, actions: TableActions): HTMLElement {
   const code = cardCode(card);
   // Hovering or focusing a plan marks the floor cards it would take.
   const preview = (plan: Plan | undefined) => () => {
@@ -316,7 +406,7 @@ function renderPlans(card: Card, chosen: CardPlans, actions: TableActions, busy:
       // Escape goes back to the hand.
       onkeydown: (event: Event) => {
         if ((event as KeyboardEvent).key !== "Escape") return;
-        actions.select(undefined);
+        actions.choose(undefined);
         document.querySelector<HTMLElement>(`#hand [data-card="${code}"]`)?.focus();
       },
     },
@@ -325,22 +415,53 @@ function renderPlans(card: Card, chosen: CardPlans, actions: TableActions, busy:
       chosen.plans.map((plan) =>
         h("button", {
           type: "button",
+          class: plan.basra ? "plan basra" : "plan",
           "data-plan": plan.id,
           "data-focus": `plan-${code}-${plan.id}`,
           "data-takes": plan.captures.map(cardCode).join(" "),
-          disabled: busy,
+          disabled: state.busy,
           onclick: () => actions.play(code, plan.id, false),
           onmouseenter: preview(plan),
           onfocus: preview(plan),
           onmouseleave: preview(undefined),
           onblur: preview(undefined),
-        }, planLabel(plan))),
-      chosen.trails
-        ? h("button", { type: "button", id: "trail", "data-focus": `trail-${code}`, disabled: busy, onclick: () => actions.play(code, 0, true) }, t("trail", { card: cardName(card) }))
-        : null,
-      h("button", { type: "button", class: "quiet", onclick: () => actions.select(undefined) }, t("cancel")),
+        },
+        // The visible label first (the small cards, the points), then the sentence for screen
+        // readers: the accessible name starts with what the button shows.
+        h("span", { class: "minis" }, plan.captures.map((taken) => miniFace(taken))),
+        h("span", { class: "plan-points" }, t("planPoints", { count: planPoints(plan, card, state.rules) })),
+        plan.basra ? h("span", { class: "badge basras" }, t("basra")) : null,
+        h("span", { class: "visually-hidden" }, planLabel(plan)))),
+      h("button", { type: "button", class: "quiet", onclick: () => actions.choose(undefined) }, t("cancel")),
     ),
   );
+}
+
+/** A small card face inside a control: its index and suit as visible text, no data-card (it is
+ * a picture of a floor card, not the card itself). */
+function miniFace(card: Card): HTMLElement {
+  return h("span", { class: isRed(card) ? "card mini red" : "card mini" },
+    h("span", { class: "rank" }, rankIndex(card)), h("span", { class: "suit" }, suitSymbol(card)));
+}
+
+/** "10♦ 3 points, each J 1 point": the special cards of a rule system, from ListRules. */
+function specialsText(rules: RuleSystem | undefined): string {
+  const byRank = new Map<Rank, { suits: number; points: Set<number>; cards: Card[] }>();
+  for (const { card, points } of rules?.specialCards ?? []) {
+    if (!card) continue;
+    const entry = byRank.get(card.rank) ?? { suits: 0, points: new Set<number>(), cards: [] };
+    entry.suits += 1;
+    entry.points.add(points);
+    entry.cards.push(card);
+    byRank.set(card.rank, entry);
+  }
+  const special = specialPoints(rules);
+  const parts = [...byRank.values()].flatMap(({ suits, points, cards }) => {
+    const first = cards[0];
+    if (suits === 4 && points.size === 1 && first) return [t("specialRank", { rank: rankIndex(first), count: [...points][0] ?? 0 })];
+    return cards.map((card) => t("specialCard", { card: rankIndex(card) + suitSymbol(card), count: special.get(cardCode(card)) ?? 0 }));
+  });
+  return formatList(parts);
 }
 
 /** The last hand's score sheet, one column per side, as HandScored and Score report it; then
@@ -357,6 +478,7 @@ function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableAc
   const majority = threshold > 1 ? t("sheetMajority", { count: threshold }) : t("sheetMajorityMost");
   const winner = scoreboard.winnerSide;
   const tie = view.status === MatchStatus.HAND_OVER && scoreboard.sideTotals.some((total) => total >= scoreboard.target);
+  const specials = specialsText(state.rules);
   return h(
     "section",
     { class: "sheet", id: "sheet", "aria-labelledby": "sheet-heading" },
@@ -374,13 +496,16 @@ function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableAc
               row(t("sheetBasraPoints"), (side) => figure(side)?.basraPoints ?? 0),
               row(t("sheetHand"), (side) => figure(side)?.total ?? 0),
               row(t("sheetMatch"), (side) => scoreboard.sideTotals[side] ?? 0))),
+          // What the less obvious rows mean, in words.
+          h("p", { class: "note", id: "sheet-carry-note" }, t("sheetCarryNote")),
+          specials ? h("p", { class: "note", id: "sheet-specials-note" }, t("sheetSpecialsNote", { cards: specials })) : null,
         ]
       : null,
     tie ? h("p", { id: "extra-hand" }, t("extraHand")) : null,
     winner !== undefined
       ? [
           h("p", { id: "result", class: "result", role: "status" }, resultText(state, winner)),
-          h("button", { type: "button", id: "new-match", onclick: actions.leave }, t("newMatch")),
+          h("button", { type: "button", id: "new-match", onclick: actions.newMatch }, t("newMatch")),
         ]
       // Any seat deals the next hand (the deal is the same whoever asks); a spectator cannot.
       : mySeat(view) === undefined
@@ -389,12 +514,25 @@ function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableAc
   );
 }
 
-function resultText(state: TableState, winnerSide: number): string {
+export function resultText(state: TableState, winnerSide: number): string {
   const { view } = state;
   if (mySeat(view) !== undefined && winnerSide === view.side) {
     return t((view.sides[winnerSide]?.seats.length ?? 1) > 1 ? "yourSideWon" : "youWon");
   }
   return t("seatWon", { who: sideLabel(state, winnerSide) });
+}
+
+/** One play in words: "You took 3♣ with 7♦", "Basra for Bot (seat 2): …". */
+export function playLine(played: CardPlayed, state: TableState): string {
+  const card = played.card ? cardName(played.card) : "?";
+  const cards = cardList(played.captured);
+  if (played.seat === mySeat(state.view)) {
+    if (played.trail) return t("youTrailed", { card });
+    return t(played.basra ? "youBasra" : "youTook", { card, cards });
+  }
+  const who = seatLabel(state, played.seat);
+  if (played.trail) return t("seatTrailed", { who, card });
+  return t(played.basra ? "seatBasra" : "seatTook", { who, card, cards });
 }
 
 /** One line per event, in the player's language (the events are kept, not their text, so that
@@ -407,18 +545,8 @@ export function describe(event: MatchEvent, state: TableState): string | undefin
       return t("handStarted", { hand: what.value.hand });
     case "cardsDealt":
       return t("cardsDealt", { count: what.value.cardsEach });
-    case "cardPlayed": {
-      const played = what.value;
-      const card = played.card ? cardName(played.card) : "?";
-      const cards = cardList(played.captured);
-      if (played.seat === me) {
-        if (played.trail) return t("youTrailed", { card });
-        return t(played.basra ? "youBasra" : "youTook", { card, cards });
-      }
-      const who = seatLabel(state, played.seat);
-      if (played.trail) return t("seatTrailed", { who, card });
-      return t(played.basra ? "seatBasra" : "seatTook", { who, card, cards });
-    }
+    case "cardPlayed":
+      return playLine(what.value, state);
     case "floorCollected": {
       const { seat } = what.value;
       if (seat === undefined) return t("nobodyCollects");
@@ -446,13 +574,22 @@ function renderLog(state: TableState): HTMLElement {
   );
 }
 
-/** A link to hand on (an invitation, the spectator link), with a button to copy it. */
+/** A link to hand on (an invitation, the spectator link), with a button to copy it. The link
+ * is an address, so it reads left to right even inside a right-to-left page. */
 function renderLink(id: string, label: string, link: string, actions: TableActions): HTMLElement {
   return h(
     "section",
     { class: "link" },
     h("label", { for: `${id}-link` }, label),
-    h("input", { id: `${id}-link`, type: "text", readonly: true, value: link, onfocus: (event: Event) => (event.target as HTMLInputElement).select() }),
+    h("input", { id: `${id}-link`, type: "text", dir: "ltr", readonly: true, value: link, onfocus: (event: Event) => (event.target as HTMLInputElement).select() }),
     h("button", { type: "button", id: `copy-${id}`, onclick: () => actions.copy(link) }, t("copyLink")),
   );
+}
+
+/** How to play, in the page's language: a panel that opens in place. */
+export function renderRules(rules: RuleSystem | undefined): HTMLElement {
+  return h("details", { class: "rules", id: "how-to-play" },
+    h("summary", {}, t("howToPlay")),
+    rulesText().flatMap(([heading, text]) => [h("h3", {}, heading), h("p", {}, text)]),
+    rules ? h("p", { class: "note" }, t("thisMatch", { name: ruleName(rules) })) : null);
 }
