@@ -84,7 +84,8 @@ def attributes(pairs: Any) -> dict[str, Any]:
 def receiver() -> Iterator[tuple[Receiver, int]]:
     servicer = Receiver()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(servicer, server)
+    # Generated without annotations.
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     yield servicer, port
@@ -170,7 +171,7 @@ def whole_match(caller: Caller) -> str:
     created = caller.call(
         "CreateMatch", pb.CreateMatchRequest(request_id=request_id, seed=11, rules="eram")
     )
-    match_id = created.match_id
+    match_id: str = created.match_id
     tokens = {t.seat: t.token for t in created.seat_tokens}
     caller.secrets.update(tokens.values())
     # A play out of turn, and a forged token: rejections, traced with their reason.
