@@ -7,10 +7,8 @@ from __future__ import annotations
 import io
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +16,6 @@ import grpc
 import pytest
 from connectrpc.errors import ConnectError
 from google.protobuf.message import Message
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
-from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from basra.service import logs, tracing
@@ -28,6 +24,7 @@ from basra.service.servicer import SERVICE
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from basra.v1.basra_service_connect import BasraServiceClientSync
+from tests.otlp import Receiver, attributes, receiving
 from tests.support import ServerThread
 
 API_KEY = "k" * 40
@@ -36,60 +33,10 @@ PARENT_SPAN_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_SPAN_ID}-01"
 
 
-class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
-    """An OTLP/gRPC trace receiver: keeps every request it is sent."""
-
-    def __init__(self) -> None:
-        self.requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
-        self._lock = threading.Lock()
-
-    def Export(  # noqa: N802 (the OTLP service's method)
-        self, request: trace_service_pb2.ExportTraceServiceRequest, context: Any
-    ) -> trace_service_pb2.ExportTraceServiceResponse:
-        with self._lock:
-            self.requests.append(request)
-        return trace_service_pb2.ExportTraceServiceResponse()
-
-    def spans(self) -> list[trace_pb2.Span]:
-        with self._lock:
-            return [
-                span
-                for request in self.requests
-                for resource in request.resource_spans
-                for scope in resource.scope_spans
-                for span in scope.spans
-            ]
-
-    def resources(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [
-                attributes(resource.resource.attributes)
-                for request in self.requests
-                for resource in request.resource_spans
-            ]
-
-
-def value(any_value: common_pb2.AnyValue) -> Any:
-    kind = any_value.WhichOneof("value")
-    if kind == "array_value":
-        return [value(v) for v in any_value.array_value.values]
-    return getattr(any_value, kind) if kind else None
-
-
-def attributes(pairs: Any) -> dict[str, Any]:
-    return {pair.key: value(pair.value) for pair in pairs}
-
-
 @pytest.fixture
 def receiver() -> Iterator[tuple[Receiver, int]]:
-    servicer = Receiver()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    # Generated without annotations.
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield servicer, port
-    server.stop(None)
+    with receiving() as running:
+        yield running
 
 
 @pytest.fixture
