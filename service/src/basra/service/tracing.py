@@ -35,6 +35,30 @@ from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
 
 from basra.service.errors import ServiceError
 
+ENVIRONMENT: Final = frozenset(
+    {
+        "OTEL_SDK_DISABLED",
+        "OTEL_TRACES_EXPORTER",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+        "OTEL_SERVICE_NAME",
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "OTEL_TRACES_SAMPLER",
+        "OTEL_TRACES_SAMPLER_ARG",
+        "OTEL_PROPAGATORS",
+        "OTEL_BSP_SCHEDULE_DELAY",
+        "OTEL_BSP_MAX_QUEUE_SIZE",
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        "OTEL_BSP_EXPORT_TIMEOUT",
+    }
+)
+"""The standard OpenTelemetry settings that shape the service's traces (read here or by the
+SDK): the ones a deployment may set."""
 SERVICE_NAME: Final = "basra-engine"
 """The service name when ``OTEL_SERVICE_NAME`` (or ``service.name`` in
 ``OTEL_RESOURCE_ATTRIBUTES``) gives none."""
