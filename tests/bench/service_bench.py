@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -35,6 +35,7 @@ from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc
 from basra.v1.basra_service_connect import BasraServiceClient
+from tests.otlp import receiving
 from tests.support import RedisProcess, basra_engine, free_port
 
 
@@ -88,9 +89,17 @@ class LoadResult:
 
 
 @contextlib.contextmanager
-def process(args: Sequence[str], target: str) -> Iterator[subprocess.Popen[bytes]]:
-    """A server process, ready when its port answers; stopped on exit."""
-    proc = subprocess.Popen(list(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def process(
+    args: Sequence[str], target: str, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process (with ``env`` added to this one's environment), ready when its port
+    answers; stopped on exit."""
+    proc = subprocess.Popen(
+        list(args),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env} if env else None,
+    )
     try:
         with grpc.insecure_channel(target) as channel:
             grpc.channel_ready_future(channel).result(timeout=30)
@@ -436,9 +445,25 @@ def _measure(
     http = f"127.0.0.1:{free_port()}"
     bare_target = f"127.0.0.1:{free_port()}"
     bare_uvloop_target = f"127.0.0.1:{free_port()}"
+    traced_target = f"127.0.0.1:{free_port()}"
     serve = serve_command(target, redis_process.url, http_listen=http)
     with contextlib.ExitStack() as servers:
         server = servers.enter_context(process(serve, target))
+        # The same server with tracing on, every call sampled, exporting to a receiver in this
+        # process (idle while another server is measured).
+        receiver, receiver_port = servers.enter_context(receiving(keep=False))
+        traced = servers.enter_context(
+            process(
+                serve_command(traced_target, redis_process.url),
+                traced_target,
+                env={
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver_port}",
+                    "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+                    "OTEL_TRACES_SAMPLER_ARG": "1.0",
+                    "OTEL_SERVICE_NAME": "basra-bench",
+                },
+            )
+        )
         record_bytes, stream_bytes, response, record = asyncio.run(sample_match(target, client))
         (tmp / "response.bin").write_bytes(response)
         (tmp / "record.bin").write_bytes(record)
@@ -462,6 +487,7 @@ def _measure(
         bare_runs: list[Run] = []
         bare_uvloop_runs: list[Run] = []
         connect_runs: list[Run] = []
+        traced_runs: list[Run] = []
         calls = changes = misses = 0
         for alternation in range(ALTERNATIONS):
             # Fresh matches of the same seeds for each service run: the same calls every time.
@@ -495,11 +521,18 @@ def _measure(
                     connect=ConnectCalls,
                 )
             )
+            # The same load on the traced server: new matches of the same seeds.
+            client.flushall()
+            fresh = asyncio.run(create_matches(traced_target, seeds))
+            traced_runs.append(
+                measured(traced.pid, traced_target, fresh, seconds * RUN_SHARE, channels)
+            )
             for name, run in (
                 ("service", service_runs[-1]),
                 ("bare", bare_runs[-1]),
                 ("bare on uvloop", bare_uvloop_runs[-1]),
                 ("service over Connect", connect_runs[-1]),
+                ("service traced (sampler 1.0)", traced_runs[-1]),
             ):
                 print(
                     f"  run {alternation + 1} of {ALTERNATIONS}, "
@@ -558,6 +591,15 @@ def _measure(
         f"  server CPU per call: {play_cpu_us:.0f} us (service) against {bare_cpu_us:.0f} us "
         f"(bare), {_spread(cpu_ratios)}x (target 1.2x or less): the game logic, protobuf views "
         "and metrics cost the difference"
+    )
+    otel_cpu_us = statistics.median(r.cpu_us for r in traced_runs)
+    # Each traced run against the untraced run of its alternation.
+    otel_ratios = [t.cpu_us / s.cpu_us for t, s in zip(traced_runs, service_runs, strict=True)]
+    print(_medians("service traced, OTLP export of every call (sampler 1.0)", traced_runs))
+    print(
+        f"  traced / untraced server CPU per call: {otel_cpu_us:.0f} us against "
+        f"{play_cpu_us:.0f} us, {_spread(otel_ratios)}x (target 1.25x or less); "
+        f"{receiver.received:,} spans received"
     )
     print(
         _medians(
@@ -629,6 +671,8 @@ def _measure(
         "cache_hit_rate_two_replicas_random": round(spread_hit_rate, 4),
         "redis_roundtrips_per_play_two_replicas_random": round(spread_trips, 3),
         "play_server_cpu_us": round(play_cpu_us, 1),
+        "otel_play_server_cpu_us": round(otel_cpu_us, 1),
+        "otel_vs_play_server_cpu_ratio": round(statistics.median(otel_ratios), 3),
         "bare_server_cpu_us": round(bare_cpu_us, 1),
         "play_vs_bare_server_cpu_ratio": round(statistics.median(cpu_ratios), 3),
         "play_vs_bare_server_cpu_ratio_min": round(min(cpu_ratios), 3),

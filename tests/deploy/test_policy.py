@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from basra.service import config
+from basra.service import config, tracing
 from basra.service.http import HEALTH_PATH
 from basra.service.server import LIVENESS
 from tests.deploy.manifests import (
@@ -145,7 +145,11 @@ def test_every_setting_the_server_reads_is_wired(name: str) -> None:
     from_configmap = set(settings_configmap(objects))
     from_secret = set(secret_refs(container))
     explicit = {env["name"] for env in container.get("env", [])}
-    assert from_configmap | from_secret == set(config.ENVIRONMENT.values())
+    # The OpenTelemetry SDK's own standard settings (traces), beside the service's.
+    tracing_settings = {name for name in from_configmap if name.startswith("OTEL_")}
+    assert tracing_settings <= tracing.ENVIRONMENT
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in tracing_settings
+    assert from_configmap | from_secret == set(config.ENVIRONMENT.values()) | tracing_settings
     assert from_secret == SECRET_SETTINGS
     assert not from_configmap & explicit, "a setting set twice: the env entry silently wins"
 

@@ -3,6 +3,7 @@
 The service never puts a seat token or an API key in a log record; the redaction here is the
 second line of defence: anything shaped like a seat token, or an authorization or api-key value,
 is masked in every message and field. Every field is cut to ``FIELD_LIMIT`` characters (``clip``).
+A record made while a traced call is served carries its ``trace_id`` and ``span_id``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 import sys
 import time
 from typing import Any, Final
+
+from opentelemetry import trace
 
 _SECRET: Final = re.compile(
     r"(?i)(bearer\s+)\S+|(x-api-key[\"']?\s*[:=,]\s*[\"']?)[^\s\"',}]+|\b[A-Za-z0-9_-]{43}\b"
@@ -56,6 +59,12 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
                 entry[key] = clip(value)
+        # The trace of the call being served (basra.service.tracing), when it has one: the
+        # line and its span find each other.
+        span = trace.get_current_span().get_span_context()
+        if span.is_valid:
+            entry["trace_id"] = trace.format_trace_id(span.trace_id)
+            entry["span_id"] = trace.format_span_id(span.span_id)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return redact(json.dumps(entry, default=str, ensure_ascii=False))

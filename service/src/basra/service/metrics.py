@@ -158,10 +158,13 @@ class Metrics:
 
     registry: CollectorRegistry
     calls: Tally
+    port_calls: Tally
+    rejections: Tally
     latency: Timing
     plays: Tally
     basras: Tally
     matches_created: Tally
+    matches_finished: Tally
     hands_dealt: Tally
     version_conflicts: Tally
     idempotent_replays: Tally
@@ -171,6 +174,7 @@ class Metrics:
     watch_streams: Gauge
     watch_matches: Gauge
     watch_reconnects: Counter
+    watch_deliveries: Tally
     record_cache: Tally
     http_streams_refused: Tally
     http_streams_stalled: Tally
@@ -185,20 +189,32 @@ class Metrics:
     # Labelled children by label values, resolved once: every call goes through observe_call.
     _calls: dict[tuple[str, str], Count] = field(default_factory=dict, repr=False, compare=False)
     _latency: dict[str, Timed] = field(default_factory=dict, repr=False, compare=False)
+    _port_calls: dict[str, Count] = field(default_factory=dict, repr=False, compare=False)
 
     def calls_finished(self) -> float:
         """The calls finished so far, every method and code (``basra_calls_total``)."""
         return sum(counter.value for counter in self._calls.values())
 
     def observe_call(
-        self, method: str, match_id: str, elapsed: float, error: ServiceError | None
+        self,
+        method: str,
+        match_id: str,
+        elapsed: float,
+        error: ServiceError | None,
+        port: str = "grpc",
     ) -> None:
-        """Count, time and log one finished call, whatever transport carried it."""
+        """Count, time and log one finished call, whatever transport carried it (``port``:
+        ``grpc`` or ``http``)."""
         code = "OK" if error is None else error.code.name
         key = (method, code)
         if (counter := self._calls.get(key)) is None:
             counter = self._calls[key] = self.calls.labels(method, code)
         counter.inc()
+        if (on_port := self._port_calls.get(port)) is None:
+            on_port = self._port_calls[port] = self.port_calls.labels(port)
+        on_port.inc()
+        if error is not None:
+            self.rejections.labels(port, method, error.reason).inc()
         if (latency := self._latency.get(method)) is None:
             latency = self._latency[method] = self.latency.labels(method)
         latency.observe(elapsed)
@@ -235,6 +251,18 @@ class Metrics:
                 ["method", "code"],
                 registry=registry,
             ),
+            port_calls=Tally(
+                "basra_rpc_port_calls",
+                "RPCs handled, by the port that served them (grpc, http)",
+                ["port"],
+                registry=registry,
+            ),
+            rejections=Tally(
+                "basra_rpc_rejections",
+                "RPCs answered with an error, by port, method and basra.v1 ErrorInfo reason",
+                ["port", "method", "reason"],
+                registry=registry,
+            ),
             latency=Timing(
                 "basra_rpc_latency_seconds",
                 "RPC latency, by method",
@@ -245,6 +273,11 @@ class Metrics:
             plays=Tally("basra_plays", "Plays applied", registry=registry),
             basras=Tally("basra_basras", "Basras scored", registry=registry),
             matches_created=Tally("basra_matches_created", "Matches created", registry=registry),
+            matches_finished=Tally(
+                "basra_matches_finished",
+                "Matches played to their end (the play that ended them)",
+                registry=registry,
+            ),
             hands_dealt=Tally("basra_hands_dealt", "Hands dealt", registry=registry),
             version_conflicts=Tally(
                 "basra_version_conflicts",
@@ -283,6 +316,11 @@ class Metrics:
             watch_reconnects=Counter(
                 "basra_watch_reader_reconnects",
                 "Times the shared WatchMatch reader lost its store connection and reconnected",
+                registry=registry,
+            ),
+            watch_deliveries=Tally(
+                "basra_watch_deliveries",
+                "Events sent on WatchMatch streams",
                 registry=registry,
             ),
             record_cache=Tally(

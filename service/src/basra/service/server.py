@@ -35,6 +35,7 @@ from basra.service.servicer import Servicer
 from basra.service.store import Store, StoreFullError, StoreUnavailableError
 from basra.service.store.memory import MemoryStore
 from basra.service.store.redis import RedisStore
+from basra.service.tracing import Tracing, from_environment
 from basra.v1 import basra_service_pb2
 
 log = logging.getLogger("basra.server")
@@ -159,6 +160,8 @@ class BasraServer:
     http: HttpServer | None = None
     """The HTTP port (Connect, gRPC-Web, gRPC, /healthz, web table), unless disabled."""
     readiness: Readiness = field(default_factory=Readiness)
+    tracing: Tracing | None = None
+    """Traces (None: the OpenTelemetry environment names no endpoint)."""
     _watchdog: asyncio.Task[None] | None = field(default=None, repr=False)
     _metrics_http: Any = field(default=None, repr=False)
     _pause_timer: PauseTimer | None = field(default=None, repr=False)
@@ -199,6 +202,9 @@ class BasraServer:
             self._metrics_http.server_close()
         if self._pause_timer is not None:
             self._pause_timer.remove()
+        if self.tracing is not None:
+            # The spans still batched are exported before the process goes.
+            await asyncio.to_thread(self.tracing.shutdown)
 
     async def watch_store(self, interval_s: float) -> None:
         """Keep the health status in step with the store: NOT_SERVING while it is unreachable
@@ -252,8 +258,15 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         StartupError: the gRPC, metrics or HTTP port cannot be bound (the message names the
             flag).
     """
+    try:
+        tracing = from_environment()
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
     metrics = Metrics.create()
-    instrumented = InstrumentedStore(store or open_store(settings), metrics)
+    inner = store or open_store(settings)
+    if isinstance(inner, RedisStore):
+        inner.tracing = tracing
+    instrumented = InstrumentedStore(inner, metrics)
     options = grpc_options(settings)
     deadline = RequestDeadline(
         settings.request_timeout_s,
@@ -267,7 +280,7 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     # deadline (limits.py). No interceptor and no maximum_concurrent_rpcs: each
     # would cost every call for what these already bound.
     server = grpc.aio.server(options=options)
-    core = Servicer(settings, instrumented, metrics)
+    core = Servicer(settings, instrumented, metrics, tracing)
     register(server, core, deadline)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     register_bounded(
@@ -297,6 +310,8 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         port = 0  # grpc raises or returns 0, depending on its version
     if port == 0:
         await instrumented.close()
+        if tracing is not None:
+            tracing.shutdown()
         raise StartupError(
             f"cannot listen on {settings.listen} ({flag_name('listen')}): the port is in use "
             "or the address is not this host's"
@@ -309,12 +324,16 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         except OSError as exc:
             await server.stop(None)
             await instrumented.close()
+            if tracing is not None:
+                tracing.shutdown()
             raise StartupError(
                 f"cannot serve metrics on {host or '*'} port {settings.metrics_port} "
                 f"({flag_name('metrics_port')}, {flag_name('metrics_host')}): {exc.strerror or exc}"
             ) from None
     await server.start()
-    running = BasraServer(server, port, instrumented, metrics, health_servicer, servicer=core)
+    running = BasraServer(
+        server, port, instrumented, metrics, health_servicer, servicer=core, tracing=tracing
+    )
     running._pause_timer = PauseTimer(metrics)
     running._pause_timer.install()
     if metrics_http is not None:
@@ -360,6 +379,8 @@ async def run(settings: Settings) -> None:
             # time, or BASRA_ENGINE=pure).
             "engine": "compiled" if engine.COMPILED else "interpreted",
             "event_loop": loop_name(loop),
+            # OTLP traces exported (the OpenTelemetry environment names an endpoint).
+            "tracing": server.tracing is not None,
         },
     )
     stopping = asyncio.Event()

@@ -28,6 +28,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import Any, Final, NamedTuple, TypeVar
 
 from google.protobuf.message import Message
+from opentelemetry import trace
+from opentelemetry.trace import SpanContext
 
 from basra.engine import (
     ERAM,
@@ -76,12 +78,14 @@ from basra.service.store import (
     WatchAccess,
 )
 from basra.service.store.base import SALT_BYTES
+from basra.service.tracing import Tracing, protocol
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 
 log = logging.getLogger("basra.rpc")
 R = TypeVar("R", bound=Message)
 CAS_ATTEMPTS: Final = 8
+_UNTRACED: Final = contextlib.nullcontext()
 CreateRequest = pb.DealRequest | pb.CreateMatchRequest
 CreateResponse = TypeVar("CreateResponse", pb.DealResponse, pb.CreateMatchResponse)
 
@@ -146,8 +150,12 @@ def _reject(error: BaseException) -> ServiceError:
 class Servicer:
     """BasraService over a Store. Holds no match state between calls."""
 
-    def __init__(self, settings: Settings, store: Store, metrics: Metrics) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, metrics: Metrics, tracing: Tracing | None = None
+    ) -> None:
         self._settings = settings
+        self._tracing = tracing
+        """Traces, when the OpenTelemetry environment turns them on (None: no span at all)."""
         self._store = store
         self._metrics = metrics
         self._creations = TokenBucket(settings.create_rate, settings.create_burst)
@@ -169,9 +177,15 @@ class Servicer:
         await self._watchers.close()
 
     async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
-        """Run the unary RPC ``method``: its response, or ServiceError (the only exception)."""
+        """Run the unary RPC ``method``: its response, or ServiceError (the only exception).
+
+        Traced (``basra.service.tracing``), the call's server span is current throughout, the
+        log line included."""
         start = time.perf_counter()
         handler: Callable[[Any, Caller], Awaitable[Message]] = getattr(self, method)
+        traced = None
+        if self._tracing is not None:
+            traced = self._tracing.server(method, caller.metadata, getattr(request, "match_id", ""))
         try:
             _check_parsed(request)
             response = await handler(request, caller)
@@ -179,9 +193,19 @@ class Servicer:
             error = _reject(exc)
             if error.reason == Reason.TOKEN_INVALID.name and method in _SEAT_CHANGES:
                 error = await self._watch_token_refused(request, caller, error)
-            self._observe(method, request, start, error)
+            self._observe(method, request, start, error, caller)
+            if traced is not None:
+                traced.failed(error)
+                traced.end(ok=False)
             raise error from exc
-        self._observe(method, request, start, None)
+        except BaseException:
+            if traced is not None:
+                traced.cancelled()
+                traced.end(ok=False)
+            raise
+        self._observe(method, request, start, None, caller)
+        if traced is not None:
+            traced.end(ok=True)
         return response
 
     async def handle_stream(
@@ -192,25 +216,60 @@ class Servicer:
         exception)."""
         start = time.perf_counter()
         match_id = getattr(request, "match_id", "")
+        port = protocol(caller.metadata)[0]
+        # Traced, the stream's setup has a span of its own, ended once the stream is open; each
+        # version it then sends whole is an event of a span of its own (``Tracing.delivered``).
+        traced = setup = None
+        if self._tracing is not None:
+            traced = self._tracing.server(method, caller.metadata, match_id)
+        deliveries = self._metrics.watch_deliveries
         try:
             _check_parsed(request)
             handler: Callable[[Any, Caller], Awaitable[AsyncIterator[Message]]] = getattr(
                 self, method
             )
             opened = await handler(request, caller)
+            if traced is not None:
+                if traced.span.is_recording():
+                    setup = traced.span.get_span_context()
+                traced.end(ok=True)
+                traced = None
             # An open stream waits here for as long as its client stays: it keeps neither the
             # request nor the caller (memory per idle stream, see watch.py).
             del request, caller
             async with contextlib.aclosing(opened) as responses:  # type: ignore[type-var]
                 async for response in responses:
+                    deliveries.inc()
+                    if setup is not None:
+                        self._delivered(setup, response)
                     yield response
                     del response  # not kept while the stream waits for the next one
         except Exception as exc:
             error = _reject(exc)
-            self._metrics.observe_call(method, match_id, time.perf_counter() - start, error)
+            with _within(setup):
+                self._metrics.observe_call(
+                    method, match_id, time.perf_counter() - start, error, port
+                )
+            if traced is not None:
+                traced.failed(error)
+                traced.end(ok=False)
             raise error from exc
+        except BaseException:
+            if traced is not None:
+                traced.cancelled()
+                traced.end(ok=False)
+            raise
         else:
-            self._metrics.observe_call(method, match_id, time.perf_counter() - start, None)
+            with _within(setup):
+                self._metrics.observe_call(
+                    method, match_id, time.perf_counter() - start, None, port
+                )
+
+    def _delivered(self, setup: SpanContext, response: Any) -> None:
+        """Trace a WatchMatch response that completes a version."""
+        event = response.event
+        if event.version_complete and self._tracing is not None:
+            self._tracing.delivered(setup, event.version)
 
     async def _watch_token_refused(
         self, request: Any, caller: Caller, error: ServiceError
@@ -229,9 +288,12 @@ class Servicer:
             pass
         return error
 
-    def _observe(self, method: str, request: Any, start: float, error: ServiceError | None) -> None:
+    def _observe(
+        self, method: str, request: Any, start: float, error: ServiceError | None, caller: Caller
+    ) -> None:
         match_id = getattr(request, "match_id", "")
-        self._metrics.observe_call(method, match_id, time.perf_counter() - start, error)
+        port = protocol(caller.metadata)[0]
+        self._metrics.observe_call(method, match_id, time.perf_counter() - start, error, port)
 
     # -- Deal ---------------------------------------------------------------------------------
 
@@ -293,7 +355,8 @@ class Servicer:
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             assert 0 <= seed <= MAX_SEED
             match_id = derived or auth.new_match_id()
-            state, events = new_match(seed, profile)
+            with self._engine("new_match"):
+                state, events = new_match(seed, profile)
             tokens = [auth.new_token() for _ in range(profile.seats)]
             creation = b""
             if request_id:
@@ -373,7 +436,8 @@ class Servicer:
             raise invalid_argument("seat", "applies only to creating a match")
 
         def act(state: State, seat: int, version: int) -> tuple[pb.DealResponse, State, EventEntry]:
-            after, events = deal_next_hand(state)
+            with self._engine("deal"):
+                after, events = deal_next_hand(state)
             outcome = Outcome.of(version, after, events)
             response = pb.DealResponse(match_id=request.match_id, events=outcome.for_seat(seat))
             convert.fill_view(response.view, after, seat, request.match_id, version)
@@ -396,7 +460,8 @@ class Servicer:
 
         def act(state: State, seat: int, version: int) -> tuple[pb.PlayResponse, State, EventEntry]:
             play = Play(seat, card, request.plan_id or None, request.trail)
-            after, events = apply(state, play)
+            with self._engine("apply"):
+                after, events = apply(state, play)
             played = events[0]
             assert isinstance(played, CardPlayed)
             outcome = Outcome.of(version, after, events)
@@ -434,10 +499,10 @@ class Servicer:
         if card is not None and card not in hand:
             raise CardNotInHandError(card, format_cards(sorted(hand)))
         cards = hand if card is None else (card,)
+        with self._engine("plans"):
+            plans = [(c, legal_plans(state, c)) for c in cards]
         return pb.ListPlansResponse(
-            cards=[
-                convert.card_plans_to_pb(c, legal_plans(state, c), state.profile) for c in cards
-            ],
+            cards=[convert.card_plans_to_pb(c, found, state.profile) for c, found in plans],
             version=record.version,
         )
 
@@ -570,6 +635,12 @@ class Servicer:
         # the client leave: the end of the call releases the stream's place at once.
         caller.ended.add_done_callback(stream.leave)
         return stream.responses()
+
+    def _engine(self, name: str) -> contextlib.AbstractContextManager[Any]:
+        """A span around the engine's ``name`` in a traced call; else nothing."""
+        if self._tracing is None:
+            return _UNTRACED
+        return self._tracing.engine(name)
 
     def _stream_ended(self, _: asyncio.Future[None]) -> None:
         self._metrics.watch_streams.dec()
@@ -711,6 +782,8 @@ class Servicer:
                 if local is not None:
                     self._watchers.committed(match_id, local, entry if applied else None)
             if applied:
+                if commit.finished:
+                    self._metrics.matches_finished.inc()
                 self._states.put(after_bytes, after)
                 self._records.put(commit.record)
                 return response
@@ -730,6 +803,13 @@ class Servicer:
             "the match kept changing under this call: reload and decide again",
             seen,
         )
+
+
+def _within(setup: SpanContext | None) -> contextlib.AbstractContextManager[Any]:
+    """The stream's setup span current again (its log line names it), when it was traced."""
+    if setup is None:
+        return _UNTRACED
+    return trace.use_span(trace.NonRecordingSpan(setup))
 
 
 def _creation_response(

@@ -65,6 +65,7 @@ from basra.service.store.codec import (
 )
 from basra.service.store.redis_cluster import fold_asking
 from basra.service.store.redis_feed import RedisFeed
+from basra.service.tracing import Tracing, store_failed
 
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
@@ -149,6 +150,32 @@ _CREATE_SCRIPT: Final = _script(_CREATE)
 _COMMIT_SCRIPT: Final = _script(_COMMIT)
 _SWAP_WATCH_SCRIPT: Final = _script(_SWAP_WATCH)
 
+_SCRIPT_NAMES: Final = {
+    text: name
+    for script, name in (
+        (_CREATE_SCRIPT, "create"),
+        (_COMMIT_SCRIPT, "commit"),
+        (_SWAP_WATCH_SCRIPT, "swap_watch"),
+    )
+    for text in (script.sha, script.source)
+}
+"""The store's scripts' names, by SHA-1 (EVALSHA) and by source (EVAL): what a span shows."""
+
+
+def _summary(commands: Sequence[Command]) -> str:
+    """A round trip's commands by name, each script by its name: never a key or an argument
+    (a span's name and ``db.query.summary``)."""
+    names = []
+    for command in commands:
+        name = _text(command[0]).upper()
+        if name in ("EVALSHA", "EVAL"):
+            name += " " + _SCRIPT_NAMES.get(_text(command[1]), "script")
+        elif name == "MEMORY":
+            name += " " + _text(command[1]).upper()
+        names.append(name)
+    return " ".join(names)
+
+
 RESENDABLE: Final[Mapping[str, str]] = {
     # Command name: why sending it again after it may have run is the same as running it once.
     "GET": "a read: it changes nothing",
@@ -226,6 +253,8 @@ class RedisStore:
         watch_poll_s: float = 5.0,
         finished_ttl_s: float | None = None,
     ) -> None:
+        self.tracing: Tracing | None = None
+        """Traces: a client span per round trip of a traced call (set by the server)."""
         self._ttl_ms = int(ttl_s * 1000)
         # A finished match is kept this long after its last play (None: like an idle one).
         self._finished_ttl_ms = int((finished_ttl_s or ttl_s) * 1000)
@@ -349,7 +378,18 @@ class RedisStore:
                         raise
             raise AssertionError("unreachable")
 
-        replies: list[Any] = await self._call(send, slots)
+        tracing = self.tracing
+        span = None if tracing is None else tracing.store(_summary(commands), len(commands))
+        if span is None:
+            replies: list[Any] = await self._call(send, slots)
+            return replies
+        try:
+            replies = await self._call(send, slots)
+        except BaseException as exc:
+            store_failed(span, exc)
+            raise
+        finally:
+            span.end()
         return replies
 
     async def _call(self, operation: Callable[[], Awaitable[Any]], slots: asyncio.Semaphore) -> Any:

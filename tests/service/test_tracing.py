@@ -1,0 +1,316 @@
+"""Traces: a whole match over gRPC and over Connect, its spans exported over OTLP/gRPC to a real
+receiver (an in-test TraceService server), read back and checked: the caller's trace continued,
+parent-child links, the RPC and database attributes, no secret anywhere, log lines joined."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import pytest
+from connectrpc.errors import ConnectError
+from google.protobuf.message import Message
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+from basra.service import logs, tracing
+from basra.service.config import Settings
+from basra.service.servicer import SERVICE
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import game_pb2
+from basra.v1.basra_service_connect import BasraServiceClientSync
+from tests.otlp import Receiver, attributes, receiving
+from tests.support import ServerThread
+
+API_KEY = "k" * 40
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_SPAN_ID = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{PARENT_SPAN_ID}-01"
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[Receiver, int]]:
+    with receiving() as running:
+        yield running
+
+
+@pytest.fixture
+def traced_server(
+    receiver: tuple[Receiver, int], redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[ServerThread]:
+    """A server with tracing on (sampler 1.0, the standard environment) over Redis."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{receiver[1]}")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "basra-under-test")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "1.0")
+    server = ServerThread(
+        Settings(
+            redis_url=redis_url,
+            allow_seeds=True,
+            metrics_port=None,
+            api_key=API_KEY,
+            http_listen="127.0.0.1:0",
+        )
+    )
+    assert server.server.tracing is not None
+    yield server
+    server.stop()
+
+
+@dataclass
+class Caller:
+    """Every RPC over one transport, each call sent with the caller's traceparent and baggage;
+    what it sent that must stay secret."""
+
+    server: ServerThread
+    transport: str
+    secrets: set[str] = field(default_factory=set)
+    rejections: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.channel = grpc.insecure_channel(self.server.target)
+        self.connect = BasraServiceClientSync(self.server.http_url)
+
+    def close(self) -> None:
+        self.channel.close()
+        self.connect.close()
+
+    def call(self, rpc: str, request: Message, credential: str = "") -> Any:
+        headers = {"traceparent": TRACEPARENT, "baggage": "team=frontend"}
+        if credential:
+            headers["authorization"] = f"Bearer {credential}"
+        if rpc == "CreateMatch":
+            headers["x-api-key"] = API_KEY
+        method = SERVICE.methods_by_name[rpc]
+        output = getattr(pb, method.output_type.name)
+        if self.transport == "grpc":
+            kind = (
+                self.channel.unary_stream if method.server_streaming else self.channel.unary_unary
+            )
+            stub = kind(
+                f"/{SERVICE.full_name}/{rpc}",
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=output.FromString,
+            )
+            result = stub(request, metadata=tuple(headers.items()), timeout=10)
+        else:
+            snake = "".join("_" + c.lower() if c.isupper() else c for c in rpc).lstrip("_")
+            result = getattr(self.connect, snake)(request, headers=headers, timeout_ms=10_000)
+        return list(result) if method.server_streaming else result
+
+    def rejected(self, rpc: str, request: Message, credential: str = "") -> None:
+        with pytest.raises((grpc.RpcError, ConnectError)):
+            self.call(rpc, request, credential)
+        self.rejections.append(rpc)
+
+
+def whole_match(caller: Caller) -> str:
+    """Create a match, play it to its end (rejected calls on the way), watch it as a
+    spectator; the match id."""
+    request_id = str(uuid.uuid4())
+    caller.secrets.add(request_id)
+    created = caller.call(
+        "CreateMatch", pb.CreateMatchRequest(request_id=request_id, seed=11, rules="eram")
+    )
+    match_id: str = created.match_id
+    tokens = {t.seat: t.token for t in created.seat_tokens}
+    caller.secrets.update(tokens.values())
+    # A play out of turn, and a forged token: rejections, traced with their reason.
+    caller.rejected("GetMatch", pb.GetMatchRequest(match_id=match_id), "x" * 43)
+    while True:
+        view = caller.call("GetMatch", pb.GetMatchRequest(match_id=match_id), tokens[0]).view
+        if view.status == game_pb2.MATCH_STATUS_MATCH_OVER:
+            break
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            deal = pb.DealRequest(match_id=match_id, request_id=str(uuid.uuid4()))
+            caller.secrets.add(deal.request_id)
+            caller.call("Deal", deal, tokens[0])
+            continue
+        seat = view.turn
+        plans = caller.call("ListPlans", pb.ListPlansRequest(match_id=match_id), tokens[seat]).cards
+        if view.version == 2:
+            other = tokens[1 - seat]
+            caller.rejected("Play", pb.PlayRequest(match_id=match_id, card=plans[0].card), other)
+        play = pb.PlayRequest(
+            match_id=match_id,
+            card=plans[0].card,
+            plan_id=1 if plans[0].plans else 0,
+            request_id=str(uuid.uuid4()),
+            expected_version=view.version,
+        )
+        caller.secrets.add(play.request_id)
+        caller.call("Play", play, tokens[seat])
+    watch = caller.call(
+        "CreateWatchToken", pb.CreateWatchTokenRequest(match_id=match_id), tokens[0]
+    ).watch_token
+    caller.secrets.add(watch)
+    events = caller.call("WatchMatch", pb.WatchMatchRequest(match_id=match_id), watch)
+    assert events
+    assert events[-1].event.version_complete
+    caller.call("Score", pb.ScoreRequest(match_id=match_id), watch)
+    return match_id
+
+
+def strings(span: trace_pb2.Span) -> list[str]:
+    """Every text a span carries: its name, its attributes' and its events'."""
+    found = [span.name, *map(str, attributes(span.attributes).values())]
+    for event in span.events:
+        found.append(event.name)
+        found.extend(map(str, attributes(event.attributes).values()))
+    return found
+
+
+@pytest.mark.parametrize("transport", ["grpc", "connect"])
+def test_a_whole_match_is_traced_from_the_caller_through_the_engine_and_redis(
+    traced_server: ServerThread, receiver: tuple[Receiver, int], transport: str
+) -> None:
+    buffer = io.StringIO()
+    logs.setup("DEBUG", buffer)
+    caller = Caller(traced_server, transport)
+    try:
+        match_id = whole_match(caller)
+    finally:
+        logging.getLogger("basra").handlers.clear()
+        caller.close()
+    traced_server.stop()  # exports every span still batched
+    spans = receiver[0].spans()
+    by_id = {span.span_id.hex(): span for span in spans}
+    servers = [s for s in spans if s.kind == trace_pb2.Span.SPAN_KIND_SERVER]
+    calls = [s for s in servers if not s.name.endswith(" delivery")]
+
+    # The caller's trace continues: every call's span is a child of the caller's span.
+    assert {s.trace_id.hex() for s in spans} == {TRACE_ID}
+    assert {s.parent_span_id.hex() for s in calls} == {PARENT_SPAN_ID}
+    for resource in receiver[0].resources():
+        assert resource["service.name"] == "basra-under-test"
+        assert resource["deployment.environment"] == "test"
+
+    # One server span per call, named and attributed by the RPC conventions.
+    system = "grpc" if transport == "grpc" else "connect_rpc"
+    for span in calls:
+        found = attributes(span.attributes)
+        method = found["rpc.method"]
+        assert span.name == f"basra.v1.BasraService/{method}"
+        assert found["rpc.system"] == system
+        assert found["rpc.service"] == "basra.v1.BasraService"
+        assert found["basra.port"] == ("grpc" if transport == "grpc" else "http")
+        assert found.get("basra.match_id") == match_id or method == "CreateMatch"
+        assert "rpc.grpc.status_code" in found
+    rejected = [
+        a for a in map(attributes, (s.attributes for s in calls)) if "basra.error.reason" in a
+    ]
+    assert sorted(a["rpc.method"] for a in rejected) == sorted(caller.rejections)
+    assert {(a["basra.error.reason"], a["rpc.grpc.status_code"]) for a in rejected} == {
+        ("TOKEN_INVALID", grpc.StatusCode.PERMISSION_DENIED.value[0]),
+        ("NOT_YOUR_TURN", grpc.StatusCode.FAILED_PRECONDITION.value[0]),
+    }
+    if transport == "connect":
+        assert all("rpc.connect_rpc.error_code" in a for a in rejected)
+    plays = [s for s in calls if attributes(s.attributes)["rpc.method"] == "Play"]
+    assert len(plays) > 40
+
+    # Children: the engine's work and every Redis round trip, under their call's span.
+    children = [s for s in spans if s.kind != trace_pb2.Span.SPAN_KIND_SERVER]
+    for child in children:
+        assert child.parent_span_id.hex() in by_id, child.name
+    redis_spans = [s for s in spans if s.kind == trace_pb2.Span.SPAN_KIND_CLIENT]
+    for span in redis_spans:
+        found = attributes(span.attributes)
+        assert found["db.system"] == "redis"
+        assert found["db.query.summary"] == span.name
+        assert by_id[span.parent_span_id.hex()].kind == trace_pb2.Span.SPAN_KIND_SERVER
+    names = {s.name for s in redis_spans}
+    assert {"EVALSHA create", "EVALSHA commit PEXPIRE", "GET"} <= names, names
+    for play in plays:
+        below = {s.name for s in children if s.parent_span_id == play.span_id}
+        if not attributes(play.attributes).get("basra.error.reason"):
+            assert {"basra.engine.apply", "EVALSHA commit PEXPIRE"} <= below, below
+    listing = next(s for s in calls if attributes(s.attributes)["rpc.method"] == "ListPlans")
+    assert "basra.engine.plans" in {s.name for s in children if s.parent_span_id == listing.span_id}
+
+    # WatchMatch: its setup span, then one instant span per version sent, with its event.
+    (setup,) = [s for s in calls if attributes(s.attributes)["rpc.method"] == "WatchMatch"]
+    deliveries = [s for s in servers if s.name.endswith(" delivery")]
+    assert deliveries
+    assert all(d.parent_span_id == setup.span_id for d in deliveries)
+    versions = [attributes(d.events[0].attributes)["basra.version"] for d in deliveries]
+    assert versions == sorted(versions)
+    assert versions[0] == 1
+    assert len(set(versions)) > 40
+    assert all(d.events[0].name == "basra.watch.delivered" for d in deliveries)
+    assert setup.end_time_unix_nano < deliveries[0].start_time_unix_nano
+
+    # No secret anywhere: seat and watch tokens, the API key, request ids (request bodies).
+    assert len(caller.secrets) > 40
+    for span in spans:
+        for text in strings(span):
+            for secret in (*caller.secrets, API_KEY):
+                assert secret not in text, f"{span.name}: {text!r}"
+
+    # Each call's log line names its trace and its server span.
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    call_lines = [line for line in lines if line["msg"] in ("call", "call rejected")]
+    assert len(call_lines) == len(calls)
+    call_spans = {s.span_id.hex(): s for s in calls}
+    for line in call_lines:
+        assert line["trace_id"] == TRACE_ID
+        span = call_spans[line["span_id"]]
+        assert attributes(span.attributes)["rpc.method"] == line["method"]
+    for line in buffer.getvalue().splitlines():
+        for secret in (*caller.secrets, API_KEY):
+            assert secret not in line
+
+
+def test_without_an_endpoint_there_is_no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    assert tracing.from_environment() is None
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert tracing.from_environment() is None
+
+
+@pytest.mark.parametrize(
+    ("name", "setting"),
+    [
+        ("OTEL_TRACES_SAMPLER", "sometimes"),
+        ("OTEL_TRACES_SAMPLER_ARG", "1.5"),
+        ("OTEL_TRACES_SAMPLER_ARG", "half"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ("OTEL_TRACES_EXPORTER", "zipkin"),
+    ],
+)
+def test_a_tracing_setting_the_service_cannot_honour_stops_it_from_starting(
+    monkeypatch: pytest.MonkeyPatch, name: str, setting: str
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+    monkeypatch.setenv(name, setting)
+    with pytest.raises(ValueError, match=name):
+        tracing.from_environment()
+
+
+def test_untraced_calls_log_no_trace(start_server: Callable[..., ServerThread]) -> None:
+    server = start_server()
+    assert server.server.tracing is None
+    buffer = io.StringIO()
+    logs.setup("DEBUG", buffer)
+    try:
+        stub = server.channel.unary_unary(
+            f"/{SERVICE.full_name}/ListRules",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.ListRulesResponse.FromString,
+        )
+        stub(pb.ListRulesRequest(), metadata=(("traceparent", TRACEPARENT),), timeout=10)
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    (line,) = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    assert line["method"] == "ListRules"
+    assert "trace_id" not in line
+    assert "span_id" not in line
