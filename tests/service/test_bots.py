@@ -10,13 +10,13 @@ import grpc
 import pytest
 import redis
 
-from basra.client.match import Rejection
+from basra.client.match import Rejection, to_card
 from basra.service.store import MatchRecord
 from basra.service.store.codec import decode_record, encode_record
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc, game_pb2
 from tests.service.conftest import rpc_error
-from tests.service.driver import audit_states, stored_state, to_card
+from tests.service.driver import audit_states, stored_state
 from tests.support import ServerThread, StreamReader, wait_until
 
 PERSON = game_pb2.BOT_LEVEL_UNSPECIFIED
@@ -34,7 +34,12 @@ def auth(token: str) -> tuple[tuple[str, str]]:
 
 
 def create(
-    server: ServerThread, bots: Sequence[int], *, seat: int = 0, seed: int = 7, seats: int = 0
+    server: ServerThread,
+    bots: Sequence[game_pb2.BotLevel.ValueType],
+    *,
+    seat: int = 0,
+    seed: int = 7,
+    seats: int = 0,
 ) -> pb.CreateMatchResponse:
     response: pb.CreateMatchResponse = stub(server).CreateMatch(
         pb.CreateMatchRequest(bots=bots, seat=seat, seed=seed, seats=seats)
@@ -68,6 +73,11 @@ def person_move(server: ServerThread, match_id: str, token: str, seen: game_pb2.
     )
 
 
+def moved_past(server: ServerThread, match_id: str, token: str, version: int) -> Callable[[], bool]:
+    """Whether the match has moved past ``version``, as a condition to wait on."""
+    return lambda: view(server, match_id, token).version > version
+
+
 def persons_turn(seen: game_pb2.MatchView, person: int) -> bool:
     """The match waits on the person: its turn, or its deal of the next hand."""
     if seen.status == game_pb2.MATCH_STATUS_HAND_OVER:
@@ -93,16 +103,16 @@ def test_a_person_plays_a_strong_bot_to_the_end_and_never_sees_its_hand(
     assert [t.seat for t in created.seat_tokens] == [0], "no token for the bot seat"
     token = created.seat_tokens[0].token
     assert [s.bot for s in created.view.seats] == [PERSON, STRONG]
-    watch_token = stub(server).CreateWatchToken(
-        pb.CreateWatchTokenRequest(match_id=match_id), metadata=auth(token)
-    ).watch_token
+    watch_token = (
+        stub(server)
+        .CreateWatchToken(pb.CreateWatchTokenRequest(match_id=match_id), metadata=auth(token))
+        .watch_token
+    )
     person_stream = StreamReader(
         stub(server).WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=auth(token))
     )
     spectator_stream = StreamReader(
-        stub(server).WatchMatch(
-            pb.WatchMatchRequest(match_id=match_id), metadata=auth(watch_token)
-        )
+        stub(server).WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=auth(watch_token))
     )
     views = [created.view]
     seen = created.view
@@ -111,9 +121,7 @@ def test_a_person_plays_a_strong_bot_to_the_end_and_never_sees_its_hand(
             person_move(server, match_id, token, seen)
         else:
             before = seen.version
-            wait_until(
-                lambda: view(server, match_id, token).version > before, 30, "the bot's move"
-            )
+            wait_until(moved_past(server, match_id, token, before), 30, "the bot's move")
         seen = view(server, match_id, token)
         views.append(seen)
         views.append(view(server, match_id, watch_token))
@@ -153,12 +161,12 @@ def test_a_person_plays_a_strong_bot_to_the_end_and_never_sees_its_hand(
 
 def bot_moves(server: ServerThread, result: str) -> float:
     children = server.server.metrics.bot_moves
-    return sum(
-        children.labels(level, result).value for level in ("random", "greedy", "strong")
-    )
+    return sum(children.labels(level, result).value for level in ("random", "greedy", "strong"))
 
 
-def first_bot_turn(server: ServerThread, bots: Sequence[int]) -> pb.CreateMatchResponse:
+def first_bot_turn(
+    server: ServerThread, bots: Sequence[game_pb2.BotLevel.ValueType]
+) -> pb.CreateMatchResponse:
     """A new match whose first turn is the person's (seat 0), found by seed."""
     for seed in range(50):
         created = create(server, bots, seed=seed)
@@ -184,7 +192,8 @@ def test_two_replicas_that_both_owe_the_bot_move_make_it_once(
     wait_until(lambda: bot_moves(a, "lost") == 1, 10, "A's attempt loses")
     assert bot_moves(a, "applied") == 0
     version, state = stored_state(store, match_id)
-    assert version == 3 and state.turn == 0, "one bot move, then the person's turn"
+    assert version == 3, "one bot move"
+    assert state.turn == 0, "then the person's turn"
     assert max(audit_states(store, match_id)) == 3
 
     # Both at once, over several matches: every bot turn gets exactly one move.
@@ -194,7 +203,7 @@ def test_two_replicas_that_both_owe_the_bot_move_make_it_once(
         match_id, token = created.match_id, created.seat_tokens[0].token
         person_move(a2, match_id, token, created.view)
         view(b, match_id, token)
-        wait_until(lambda: stored_state(store, match_id)[0] >= 3, 10, "the bot's move")
+        wait_until(moved_past(b, match_id, token, 2), 10, "the bot's move")
         version, state = stored_state(store, match_id)
         assert (version, state.turn) == (3, 0)
         states = audit_states(store, match_id)
@@ -256,7 +265,7 @@ def match_keys(store: redis.Redis) -> list[bytes]:
 def test_a_creation_with_bad_bots_is_refused_naming_the_field_and_creates_nothing(
     start_server: Callable[..., ServerThread],
     redis_url: str,
-    bots: list[int],
+    bots: list[game_pb2.BotLevel.ValueType],
     seat: int,
     field: str,
 ) -> None:
@@ -277,7 +286,8 @@ def test_a_match_of_bots_only_plays_itself_out_for_its_watch_token(
     server = start_server(redis_url=redis_url)
     created = create(server, [GREEDY, RANDOM], seed=3)
     assert not created.seat_tokens
-    assert created.view.spectator and not created.view.hand
+    assert created.view.spectator
+    assert not created.view.hand
     assert created.watch_token
     assert all(not dealt_cards(e) for e in created.events)
     stream = StreamReader(

@@ -83,7 +83,7 @@ def think(
     for pile in state.captured:
         gone |= pile
     digest = hashlib.sha256(f"{match_id}:{version}".encode()).digest()
-    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    rng = random.Random(int.from_bytes(digest[:8], "big"))  # noqa: S311 - a bot's draws, no secret
     card, plan = choose(level, view(state, seat), state.profile, rng, seconds=seconds, gone=gone)
     return int(card), plan
 
@@ -143,7 +143,8 @@ class BotPlayer:
         self._tasks[match_id] = task
 
     async def _run(self, match_id: str) -> None:
-        assert self._read is not None and self._commit is not None
+        assert self._read is not None
+        assert self._commit is not None
         started = time.monotonic()
         try:
             while True:
@@ -172,9 +173,7 @@ class BotPlayer:
         finally:
             self._tasks.pop(match_id, None)
 
-    async def _think(
-        self, data: bytes, move: Move, match_id: str, version: int
-    ) -> tuple[int, int]:
+    async def _think(self, data: bytes, move: Move, match_id: str, version: int) -> tuple[int, int]:
         start = time.perf_counter()
         args = (data, move.seat, move.level, match_id, version, self._strong_seconds)
         if move.level not in _OFF_LOOP:

@@ -479,9 +479,7 @@ class Servicer:
                 deal = pb.DealRequest(
                     match_id=match_id, expected_version=version, request_id=request_id
                 )
-                await self._change(
-                    deal, None, pb.DealResponse, _deal_act(deal), bot_seat=move.seat
-                )
+                await self._change(deal, None, pb.DealResponse, _deal_act(deal), bot_seat=move.seat)
                 self._metrics.hands_dealt.inc()
             else:
                 card, plan_id = CARDS[play[0]], play[1]
@@ -531,9 +529,7 @@ class Servicer:
     async def GetMatch(self, request: pb.GetMatchRequest, caller: Caller) -> pb.GetMatchResponse:
         record, seat, state = await self._read_viewer(request.match_id, caller)
         if seat is None:
-            view = convert.spectator_view_to_pb(
-                state, record.match_id, record.version, record.bots
-            )
+            view = convert.spectator_view_to_pb(state, record.match_id, record.version, record.bots)
         else:
             view = convert.view_to_pb(state, seat, record.match_id, record.version, record.bots)
         return pb.GetMatchResponse(view=view)
