@@ -272,3 +272,28 @@ def test_ctrl_c_is_honoured_whichever_thread_the_signal_lands_on(
     os.kill(threads[0], signal.SIGINT)
     session.expect(r"Left the match .*Resume it with")
     assert session.close() == 130
+
+
+def test_a_person_plays_a_whole_match_against_the_servers_strong_bot() -> None:
+    server = ServerThread(Settings(allow_seeds=True, metrics_port=None, bot_pace_s=0))
+    try:
+        session = Session("--target", server.target, "--seed", "6", "--bot", "strong")
+        turns = 0
+        while True:
+            found = session.expect(CARD, PLAN, DEAL, END, timeout=60)
+            if found == END:
+                break
+            if found == PLAN:
+                session.type("1")
+            elif found == DEAL:
+                session.type("")
+            else:
+                count = int(re.findall(CARD, session.seen[: session.position])[-1])
+                session.type(str(turns % count + 1))
+                turns += 1
+        assert session.close() == 0
+        assert turns >= 24
+        assert re.search(r">> Seat 1 plays \S+: ", session.seen), "the server's bot's plays"
+        assert server.server.metrics.bot_moves.labels("strong", "applied").value >= turns
+    finally:
+        server.stop()

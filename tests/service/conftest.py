@@ -16,7 +16,13 @@ from basra.service.store import Store
 from tests.service.driver import snapshot
 from tests.support import ServerThread
 
-BASE = Settings(allow_seeds=True, metrics_port=None, health_interval_s=0.2, watch_poll_s=0.5)
+BASE = Settings(
+    allow_seeds=True,
+    metrics_port=None,
+    health_interval_s=0.2,
+    watch_poll_s=0.5,
+    bot_pace_s=0,
+)
 
 
 @pytest.fixture

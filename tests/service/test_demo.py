@@ -90,3 +90,15 @@ def test_a_missing_api_key_tells_the_user_to_pass_one(start_server: Any) -> None
     assert demo.run(running.target, out) == 1
     assert "This server needs an API key to create matches: pass --api-key." in out.getvalue()
     assert demo.run(running.target, io.StringIO(), api_key="operators-only", seed=2) == 0
+
+
+def test_the_demo_pits_two_levels_of_the_servers_bots_against_each_other(
+    server: ServerThread,
+) -> None:
+    out = io.StringIO()
+    assert demo.run(server.target, out, seed=5, symbols=False, levels=("strong", "greedy")) == 0
+    text = out.getvalue()
+    assert "the server's bots, seat 0 strong, seat 1 greedy" in text
+    assert re.search(r"seat 0 \(strong\) plays \S+", text)
+    assert re.search(r"seat 1 \(greedy\) plays \S+", text)
+    assert "Scoreboard" in text

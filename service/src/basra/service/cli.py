@@ -76,6 +76,19 @@ def _client_flags(parser: argparse.ArgumentParser, target: str | None) -> None:
     _cards_flag(parser, "symbols")
 
 
+BOT_LEVELS = ("random", "greedy", "strong")
+"""The levels of the server's bots (basra.v1.BotLevel), by name."""
+
+
+def _levels(text: str) -> tuple[str, ...]:
+    levels = tuple(level.strip() for level in text.split(","))
+    if not levels or any(level not in BOT_LEVELS for level in levels):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give levels separated by commas, each one of {', '.join(BOT_LEVELS)}"
+        )
+    return levels
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
@@ -129,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _client_flags(demo, "localhost:50051")
     demo.add_argument(
+        "--levels",
+        metavar="LEVEL,LEVEL",
+        type=_levels,
+        help="the server's bots play every seat, at these levels in turn (random, greedy, "
+        "strong; e.g. strong,greedy), and the demo watches (default: the demo plays greedy and "
+        "random itself)",
+    )
+    demo.add_argument(
         "--pace",
         type=float,
         default=0.0,
@@ -148,6 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     _client_flags(play, None)
     play.add_argument("--hot-seat", action="store_true", help="players share the keyboard")
     play.add_argument("--resume", metavar="MATCH_ID", help="resume a match left earlier")
+    play.add_argument(
+        "--bot",
+        choices=BOT_LEVELS,
+        help="the server's bots play the other seats at this level (default: the terminal "
+        "plays them greedily itself)",
+    )
     return parser
 
 
@@ -206,16 +233,21 @@ def _main(argv: Sequence[str] | None) -> int:
             symbols=args.cards == "symbols",
             rules=args.rules,
             seats=args.seats,
+            levels=args.levels,
         )
     if args.command == "play":
         from basra.client import play
 
         if args.resume is not None and (
-            args.seed is not None or args.hot_seat or args.rules is not None or args.seats
+            args.seed is not None
+            or args.hot_seat
+            or args.rules is not None
+            or args.seats
+            or args.bot is not None
         ):
             parser.error(
                 "play: --resume continues a match as it was: "
-                "leave out --seed/--hot-seat/--rules/--seats"
+                "leave out --seed/--hot-seat/--rules/--seats/--bot"
             )
         return play.run(
             args.target,
@@ -227,6 +259,7 @@ def _main(argv: Sequence[str] | None) -> int:
             resume=args.resume,
             rules=args.rules,
             seats=args.seats,
+            bot=args.bot,
         )
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 

@@ -322,6 +322,31 @@ class Settings:
         empty=None,
     )
 
+    bot_pace_s: float = setting(
+        0.4,
+        "BASRA_BOT_PACE_SECONDS",
+        "seconds at least between the change that hands a bot seat its turn and the bot's move, "
+        "so people see each play (0: at once, tests)",
+    )
+    bot_workers: int = setting(
+        1,
+        "BASRA_BOT_WORKERS",
+        "processes that think for the strong bots of this replica, off its event loop (about "
+        "the pod's CPUs less one)",
+    )
+    bot_max_thinking: int = setting(
+        16,
+        "BASRA_BOT_MAX_THINKING",
+        "strong bot moves handed to the thinking processes at once per replica; more wait "
+        "their turn on the replica, costing no CPU",
+    )
+    bot_strong_seconds: float = setting(
+        0.5,
+        "BASRA_BOT_STRONG_SECONDS",
+        "most seconds a strong bot searches for one move (it stops after the world in "
+        "progress; its budget of rollouts usually ends the search well before)",
+    )
+
     def __post_init__(self) -> None:
         if self.redis_url is not None:
             try:
@@ -355,12 +380,14 @@ class Settings:
             raise SettingError("api_key", "is empty: give a key, or leave it unset for none")
         if self.drain_s < 0:
             raise SettingError("drain_s", "must be 0 or more")
+        if self.bot_pace_s < 0:
+            raise SettingError("bot_pace_s", "must be 0 or more")
         for f in fields(self):
             value = getattr(self, f.name)
             if (
                 isinstance(value, int | float)
                 and not isinstance(value, bool)
-                and f.name not in ("drain_s", "metrics_port")
+                and f.name not in ("drain_s", "metrics_port", "bot_pace_s")
                 and value <= 0
             ):
                 raise SettingError(f.name, "must be positive")

@@ -92,15 +92,25 @@ _CAPTURED: Final = _card_fields(game_pb2.CardPlayed, "captured")
 _SPECIALS: Final = _card_fields(game_pb2.SideSummary, "captured_specials")
 
 
-def view_to_pb(state: State, seat: int, match_id: str, version: int) -> game_pb2.MatchView:
-    """One seat's view: its own hand and the table, never another hand or the stock's order."""
+def view_to_pb(
+    state: State, seat: int, match_id: str, version: int, bots: bytes = b""
+) -> game_pb2.MatchView:
+    """One seat's view: its own hand and the table, never another hand or the stock's order.
+
+    ``bots`` holds each seat's BotLevel, indexed by seat (0, or no entry: a person).
+    """
     out = game_pb2.MatchView()
-    fill_view(out, state, seat, match_id, version)
+    fill_view(out, state, seat, match_id, version, bots)
     return out
 
 
 def fill_view(
-    out: game_pb2.MatchView, state: State, seat: int, match_id: str, version: int
+    out: game_pb2.MatchView,
+    state: State,
+    seat: int,
+    match_id: str,
+    version: int,
+    bots: bytes = b"",
 ) -> None:
     """``view_to_pb``'s view, written into ``out`` (empty), such as a response's own view:
     a view given to a response's constructor is copied (serialized and parsed again)."""
@@ -151,6 +161,9 @@ def fill_view(
             score=seen.scores[side],
             side=side,
         )
+    for s, level in enumerate(bots):
+        if level:
+            seats[s].bot = level  # type: ignore[assignment]
     sides = out.sides
     for side in range(profile.sides):
         summary = sides.add(
@@ -185,10 +198,12 @@ def fill_view(
         )
 
 
-def spectator_view_to_pb(state: State, match_id: str, version: int) -> game_pb2.MatchView:
+def spectator_view_to_pb(
+    state: State, match_id: str, version: int, bots: bytes = b""
+) -> game_pb2.MatchView:
     """A spectator's view: what every seat's view shows alike, no hand at all, and no card only
     some seats may see (the stock's bottom card shown to its dealer)."""
-    views = [view_to_pb(state, seat, match_id, version) for seat in range(state.seats)]
+    views = [view_to_pb(state, seat, match_id, version, bots) for seat in range(state.seats)]
     public = views[0]
     public.ClearField("hand")
     if not all(v.HasField("bottom_card") for v in views):

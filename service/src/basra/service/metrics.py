@@ -186,6 +186,8 @@ class Metrics:
     gc_thaws: Tally
     gc_frozen_garbage: Tally
     gc_frozen: Gauge
+    bot_think: Timing
+    bot_moves: Tally
     # Labelled children by label values, resolved once: every call goes through observe_call.
     _calls: dict[tuple[str, str], Count] = field(default_factory=dict, repr=False, compare=False)
     _latency: dict[str, Timed] = field(default_factory=dict, repr=False, compare=False)
@@ -328,6 +330,21 @@ class Metrics:
                 "Changes (Play, next Deal) that started from the record this replica remembered "
                 "(hit: no GET) or had to load it (miss)",
                 ["result"],
+                registry=registry,
+            ),
+            bot_think=Timing(
+                "basra_bot_think_seconds",
+                "Wall time a bot of the service took to choose a move (off the event loop for "
+                "the strong level), by level",
+                ["level"],
+                buckets=_LATENCY_BUCKETS,
+                registry=registry,
+            ),
+            bot_moves=Tally(
+                "basra_bot_moves",
+                "Bot moves (plays and deals) this replica tried, by level and result: applied, "
+                "or lost (another replica made the move first, or the match moved on)",
+                ["level", "result"],
                 registry=registry,
             ),
             store_full=Gauge(

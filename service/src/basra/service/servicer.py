@@ -32,8 +32,10 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanContext
 
 from basra.engine import (
+    CARDS,
     ERAM,
     BasraError,
+    Card,
     CardNotInHandError,
     CardPlayed,
     CardsDealt,
@@ -54,7 +56,7 @@ from basra.engine import (
     rule_system,
 )
 from basra.engine.game import MAX_SEED
-from basra.service import auth, convert, records, watch
+from basra.service import auth, bots, convert, records, watch
 from basra.service.config import Settings
 from basra.service.errors import (
     Reason,
@@ -171,9 +173,19 @@ class Servicer:
         if missing:
             raise TypeError(f"RPCs of the contract without an implementation: {missing}")
         self._watchers = watch.Watchers(store, metrics)
+        self._bots = bots.BotPlayer(
+            metrics,
+            pace_s=settings.bot_pace_s,
+            workers=settings.bot_workers,
+            max_thinking=settings.bot_max_thinking,
+            strong_seconds=settings.bot_strong_seconds,
+        )
+        self._bots.bind(self._bot_read, self._bot_move)
 
     async def close(self) -> None:
-        """End the open WatchMatch streams' shared reader (the server is stopping)."""
+        """Stop making bot moves and end the open WatchMatch streams' shared reader (the server
+        is stopping)."""
+        await self._bots.close()
         await self._watchers.close()
 
     async def handle(self, method: str, request: Message | MalformedRequest, caller: Caller) -> Any:
@@ -324,7 +336,14 @@ class Servicer:
         )
         if request.seat not in range(seats):
             raise invalid_argument("seat", f"must be 0..{seats - 1}")
-        return await self._create(request, caller, request_id, profile, pb.CreateMatchResponse)
+        levels = _bot_levels(request.bots, seats)
+        if levels and levels[request.seat] and not all(levels):
+            raise invalid_argument(
+                "seat", f"seat {request.seat} is a bot seat: name a person's seat"
+            )
+        return await self._create(
+            request, caller, request_id, profile, pb.CreateMatchResponse, levels
+        )
 
     async def ListRules(self, request: pb.ListRulesRequest, caller: Caller) -> pb.ListRulesResponse:
         return _RULES
@@ -336,6 +355,7 @@ class Servicer:
         request_id: str,
         profile: Profile,
         response_type: type[CreateResponse],
+        levels: bytes = b"",
     ) -> CreateResponse:
         auth.check_api_key(caller.metadata, self._settings.api_key)
         if request.HasField("seed") and not self._settings.allow_seeds:
@@ -367,10 +387,15 @@ class Servicer:
                     match_id=match_id,
                     version=1,
                     state=encode(state),
-                    token_hashes=tuple(auth.token_hash(text) for text, _ in tokens),
+                    # A bot seat's hash is no token's: nobody can act as it.
+                    token_hashes=tuple(
+                        _BOT_SEAT if levels and levels[s] else auth.token_hash(text)
+                        for s, (text, _) in enumerate(tokens)
+                    ),
                     # Watch tokens live in the match's watch access, made on first request.
                     creation=creation,
                     requests=(b"",) * profile.seats,
+                    bots=levels,
                 ),
                 entry=Outcome.of(1, state, events).entry(records.new_match_command(seed, profile)),
             )
@@ -378,13 +403,18 @@ class Servicer:
                 self._metrics.matches_created.inc()
                 self._metrics.hands_dealt.inc()
                 log.info("match created", extra={"match_id": match_id})
+                self._bots.notice(match_id, state, levels)
+                texts = [text for text, _ in tokens]
+                watch_token = await self._bots_watch_token(new.record, texts)
                 return _creation_response(
                     response_type,
                     match_id,
                     state,
                     events,
-                    [text for text, _ in tokens],
+                    texts,
                     request.seat,
+                    levels,
+                    watch_token,
                 )
             if request_id:
                 return await self._repeat_creation(match_id, request_id, fingerprint, response_type)
@@ -427,7 +457,33 @@ class Servicer:
         # Version 1 is new_match(seed, profile) by construction: rebuild the original response.
         state, events = new_match(stored.seed, stored.profile)
         tokens = [auth.token_text(raw) for raw in raw_tokens]
-        return _creation_response(response_type, match_id, state, events, tokens, creation.seat)
+        watch_token = await self._bots_watch_token(record, tokens)
+        return _creation_response(
+            response_type,
+            match_id,
+            state,
+            events,
+            tokens,
+            creation.seat,
+            record.bots,
+            watch_token,
+        )
+
+    async def _bots_watch_token(self, record: MatchRecord, tokens: Sequence[str]) -> str:
+        """The watch token a match of bots only hands its creator ("" for any other match):
+        seat 0's, derived from that seat's unused token as CreateWatchToken derives a seat's."""
+        if not record.bots or not all(record.bots):
+            return ""
+        for _ in range(CAS_ATTEMPTS):
+            access = await self._watch_access(record.match_id)
+            if access is not None and access.hashes[0]:
+                return auth.watch_token(tokens[0], access.salt)
+            salt = secrets.token_bytes(SALT_BYTES)
+            watch_token = auth.watch_token(tokens[0], salt)
+            hashes = (auth.token_hash(watch_token),) + (b"",) * (len(tokens) - 1)
+            if await self._swap_watch_access(record, access, WatchAccess(salt, hashes)):
+                return watch_token
+        raise _access_kept_changing(record)
 
     async def _next_hand(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
         if request.HasField("seed"):
@@ -435,15 +491,9 @@ class Servicer:
         if request.seat:
             raise invalid_argument("seat", "applies only to creating a match")
 
-        def act(state: State, seat: int, version: int) -> tuple[pb.DealResponse, State, EventEntry]:
-            with self._engine("deal"):
-                after, events = deal_next_hand(state)
-            outcome = Outcome.of(version, after, events)
-            response = pb.DealResponse(match_id=request.match_id, events=outcome.for_seat(seat))
-            convert.fill_view(response.view, after, seat, request.match_id, version)
-            return response, after, outcome.entry(records.deal_command(seat))
-
-        response = await self._change(request, caller, pb.DealResponse, act)
+        response = await self._change(
+            request, caller, pb.DealResponse, _deal_act(request, self._engine)
+        )
         self._metrics.hands_dealt.inc()
         return response
 
@@ -457,38 +507,77 @@ class Servicer:
             raise invalid_argument("plan_id", "must be 0 (none named) or a plan id from 1")
         if request.plan_id and request.trail:
             raise invalid_argument("trail", "cannot be combined with plan_id")
+        response = await self._change(
+            request, caller, pb.PlayResponse, _play_act(request, card, self._engine)
+        )
+        self._played(request.match_id, response)
+        return response
 
-        def act(state: State, seat: int, version: int) -> tuple[pb.PlayResponse, State, EventEntry]:
-            play = Play(seat, card, request.plan_id or None, request.trail)
-            with self._engine("apply"):
-                after, events = apply(state, play)
-            played = events[0]
-            assert isinstance(played, CardPlayed)
-            outcome = Outcome.of(version, after, events)
-            response = pb.PlayResponse(
-                played=outcome.public[0].card_played, events=outcome.for_seat(seat)
-            )
-            # Written into the response's own view: one given to the constructor is copied.
-            convert.fill_view(response.view, after, seat, request.match_id, version)
-            for event in events:
-                if isinstance(event, HandScored):
-                    response.hand_score.CopyFrom(
-                        convert.hand_score_to_pb(event.score, after.profile, event.game)
-                    )
-                elif isinstance(event, MatchEnded):
-                    response.result.CopyFrom(convert.match_result_to_pb(after, event))
-            return response, after, outcome.entry(records.play_command(play, played.plan))
-
-        response = await self._change(request, caller, pb.PlayResponse, act)
+    def _played(self, match_id: str, response: pb.PlayResponse) -> None:
         self._metrics.plays.inc()
         if response.played.basra:
             self._metrics.basras.inc()
         if response.HasField("result"):
-            log.info(
-                "match ended",
-                extra={"match_id": request.match_id, "winner": response.result.winner},
-            )
-        return response
+            log.info("match ended", extra={"match_id": match_id, "winner": response.result.winner})
+
+    # -- Bot moves ----------------------------------------------------------------------------
+
+    async def _bot_read(self, match_id: str) -> bots.Current | None:
+        """The match as a bot move starts from: the record this replica last wrote or read."""
+        record = self._records.get(match_id)
+        if record is None:
+            record = await self._store.load(match_id)
+            if record is None:
+                return None
+            self._records.put(record)
+        return bots.Current(
+            record.version, self._states.decode(record.state), record.state, record.bots
+        )
+
+    async def _bot_move(
+        self, match_id: str, version: int, move: bots.Move, play: tuple[int, int] | None
+    ) -> bool:
+        """Make the bot's move at ``version`` through the change path every Play and Deal
+        takes; False when the match moved on first (another replica made it, or the record
+        this replica started from was stale)."""
+        request_id = bots.request_id(match_id, version)
+        try:
+            if play is None:
+                deal = pb.DealRequest(
+                    match_id=match_id, expected_version=version, request_id=request_id
+                )
+                await self._change(
+                    deal, None, pb.DealResponse, _deal_act(deal, self._engine), bot_seat=move.seat
+                )
+                self._metrics.hands_dealt.inc()
+            else:
+                card, plan_id = CARDS[play[0]], play[1]
+                request = pb.PlayRequest(
+                    match_id=match_id,
+                    card=convert.card_to_pb(card),
+                    plan_id=plan_id,
+                    trail=not plan_id,
+                    expected_version=version,
+                    request_id=request_id,
+                )
+                response = await self._change(
+                    request,
+                    None,
+                    pb.PlayResponse,
+                    _play_act(request, card, self._engine),
+                    bot_seat=move.seat,
+                )
+                self._played(match_id, response)
+        except (ServiceError, BasraError) as exc:
+            if isinstance(exc, ServiceError) and exc.reason not in _BOT_MOVED_ON:
+                raise
+            return False
+        return True
+
+    def _notice(self, record: MatchRecord) -> None:
+        """Make sure a bot move the match waits for gets made (see bots.py)."""
+        if record.bots:
+            self._bots.notice(record.match_id, self._states.decode(record.state), record.bots)
 
     # -- Reads --------------------------------------------------------------------------------
 
@@ -513,9 +602,9 @@ class Servicer:
     async def GetMatch(self, request: pb.GetMatchRequest, caller: Caller) -> pb.GetMatchResponse:
         record, seat, state = await self._read_viewer(request.match_id, caller)
         if seat is None:
-            view = convert.spectator_view_to_pb(state, record.match_id, record.version)
+            view = convert.spectator_view_to_pb(state, record.match_id, record.version, record.bots)
         else:
-            view = convert.view_to_pb(state, seat, record.match_id, record.version)
+            view = convert.view_to_pb(state, seat, record.match_id, record.version, record.bots)
         return pb.GetMatchResponse(view=view)
 
     async def CreateWatchToken(
@@ -653,6 +742,7 @@ class Servicer:
             self._records.forget(match_id)
             raise _not_found(match_id)
         self._records.put(record)
+        self._notice(record)
         return record
 
     async def _state_at(self, match_id: str, version: int) -> State:
@@ -705,17 +795,20 @@ class Servicer:
     async def _change(
         self,
         request: pb.PlayRequest | pb.DealRequest,
-        caller: Caller,
+        caller: Caller | None,
         response_type: type[R],
-        act: Callable[[State, int, int], tuple[R, State, EventEntry]],
+        act: Act[R],
+        *,
+        bot_seat: int | None = None,
     ) -> R:
-        """Apply one change to a match exactly once (see the module docstring)."""
+        """Apply one change to a match exactly once (see the module docstring): the seat of the
+        caller's token, or ``bot_seat`` (no caller) for the move of a bot of the service."""
         match_id = auth.check_match_id(request.match_id)
         request_id = auth.check_request_id(request.request_id)
         expected = request.expected_version if request.HasField("expected_version") else None
         if expected is not None and expected < 1:
             raise invalid_argument("expected_version", "versions start at 1")
-        token = auth.bearer_token(caller.metadata)
+        token = "" if caller is None else auth.bearer_token(caller.metadata)
         asked = auth.request_hash(request_id) if request_id else b""
         fingerprint = (
             auth.fingerprint(_rpc(request), _without_request_id(request)) if request_id else b""
@@ -729,10 +822,17 @@ class Servicer:
             try:
                 # Seat tokens only: a watch token is told apart (WATCH_TOKEN_READ_ONLY) by
                 # handle's _watch_token_refused, against the match's current watch access.
-                seat = auth.seat_of(token, record.token_hashes)
+                if bot_seat is None:
+                    seat = auth.seat_of(token, record.token_hashes)
+                elif bot_seat < len(record.bots) and record.bots[bot_seat]:
+                    seat = bot_seat
+                else:
+                    raise internal()  # a bot move for a person's seat: never asked for
                 if request_id:
                     previous = records.SeatRequest.decode(record.requests[seat])
                     if previous is not None and hmac.compare_digest(previous.request_hash, asked):
+                        if bot_seat is not None:  # another replica made this bot move
+                            raise _version_mismatch(previous.version - 1, record.version)
                         if not hmac.compare_digest(previous.fingerprint, fingerprint):
                             raise _request_id_reused()
                         self._metrics.idempotent_replays.inc()
@@ -740,11 +840,13 @@ class Servicer:
                             return response_type.FromString(previous.response)
                         # The same request on the state it ran on gives the original response.
                         before = await self._state_at(match_id, previous.version - 1)
-                        return act(before, seat, previous.version)[0]
+                        return act(before, seat, previous.version, record.bots)[0]
                 if expected is not None and expected != record.version:
                     raise _version_mismatch(expected, record.version)
                 version = record.version + 1
-                response, after, entry = act(self._states.decode(record.state), seat, version)
+                response, after, entry = act(
+                    self._states.decode(record.state), seat, version, record.bots
+                )
             except (ServiceError, BasraError):
                 if record is not remembered:
                     raise
@@ -766,6 +868,7 @@ class Servicer:
                 creation=record.creation,
                 requests=tuple(requests),
                 watch_hashes=record.watch_hashes,
+                bots=record.bots,
             )
             commit = Commit(
                 expected_version=record.version,
@@ -786,6 +889,8 @@ class Servicer:
                     self._metrics.matches_finished.inc()
                 self._states.put(after_bytes, after)
                 self._records.put(commit.record)
+                if record.bots:
+                    self._bots.notice(match_id, after, record.bots)
                 return response
             self._metrics.version_conflicts.inc()
             if current is None:  # expired meanwhile
@@ -794,6 +899,7 @@ class Servicer:
             # Another change won the race; the script answered the match as it is now, fresh
             # from the store (a rejection decided on it stands).
             self._records.put(current)
+            self._notice(current)
             record, remembered = current, None
         seen = {"current_version": record.version}
         if expected is not None:
@@ -819,14 +925,110 @@ def _creation_response(
     events: Sequence[Event],
     tokens: Sequence[str],
     seat: int,
+    levels: bytes = b"",
+    watch_token: str = "",
 ) -> CreateResponse:
+    """A creation's response: the person seats' tokens (a bot seat has none); with bots only,
+    the public view and events and the watch token."""
+    outcome = Outcome.of(1, state, events)
     response = response_type(
         match_id=match_id,
-        seat_tokens=[pb.SeatToken(seat=s, token=t) for s, t in enumerate(tokens)],
-        events=Outcome.of(1, state, events).for_seat(seat),
+        seat_tokens=[
+            pb.SeatToken(seat=s, token=t)
+            for s, t in enumerate(tokens)
+            if not (levels and levels[s])
+        ],
     )
-    convert.fill_view(response.view, state, seat, match_id, 1)
+    if watch_token:
+        assert isinstance(response, pb.CreateMatchResponse)
+        response.watch_token = watch_token
+        response.events.extend(outcome.public)
+        response.view.CopyFrom(convert.spectator_view_to_pb(state, match_id, 1, levels))
+        return response
+    response.events.extend(outcome.for_seat(seat))
+    convert.fill_view(response.view, state, seat, match_id, 1, levels)
     return response
+
+
+Act = Callable[[State, int, int, bytes], tuple[R, State, EventEntry]]
+Engine = Callable[[str], contextlib.AbstractContextManager[Any]]
+"""Spans the engine's work by name in a traced call (``Servicer._engine``)."""
+"""A change: (state, seat, new version, the seats' bot levels) -> (response, state after, entry)."""
+
+
+def _deal_act(request: pb.DealRequest, engine: Engine) -> Act[pb.DealResponse]:
+    """The next hand's deal, as ``seat`` asks it (``engine`` spans the engine's work)."""
+
+    def act(
+        state: State, seat: int, version: int, levels: bytes
+    ) -> tuple[pb.DealResponse, State, EventEntry]:
+        with engine("deal"):
+            after, events = deal_next_hand(state)
+        outcome = Outcome.of(version, after, events)
+        response = pb.DealResponse(match_id=request.match_id, events=outcome.for_seat(seat))
+        convert.fill_view(response.view, after, seat, request.match_id, version, levels)
+        return response, after, outcome.entry(records.deal_command(seat))
+
+    return act
+
+
+def _play_act(request: pb.PlayRequest, card: Card, engine: Engine) -> Act[pb.PlayResponse]:
+    """``seat`` plays ``card`` as ``request`` says (``engine`` spans the engine's work)."""
+
+    def act(
+        state: State, seat: int, version: int, levels: bytes
+    ) -> tuple[pb.PlayResponse, State, EventEntry]:
+        play = Play(seat, card, request.plan_id or None, request.trail)
+        with engine("apply"):
+            after, events = apply(state, play)
+        played = events[0]
+        assert isinstance(played, CardPlayed)
+        outcome = Outcome.of(version, after, events)
+        response = pb.PlayResponse(
+            played=outcome.public[0].card_played, events=outcome.for_seat(seat)
+        )
+        # Written into the response's own view: one given to the constructor is copied.
+        convert.fill_view(response.view, after, seat, request.match_id, version, levels)
+        for event in events:
+            if isinstance(event, HandScored):
+                response.hand_score.CopyFrom(
+                    convert.hand_score_to_pb(event.score, after.profile, event.game)
+                )
+            elif isinstance(event, MatchEnded):
+                response.result.CopyFrom(convert.match_result_to_pb(after, event))
+        return response, after, outcome.entry(records.play_command(play, played.plan))
+
+    return act
+
+
+_BOT_SEAT: Final = bytes(32)
+"""The token hash of a bot seat: no token hashes to it, so no call can act as the bot."""
+_BOT_MOVED_ON: Final = frozenset(
+    {Reason.VERSION_MISMATCH.name, Reason.REQUEST_ID_REUSED.name, Reason.MATCH_NOT_FOUND.name}
+)
+"""The refusals of a bot move that mean the match moved on without it (or is gone)."""
+
+
+def _bot_levels(levels: Sequence[int], seats: int) -> bytes:
+    """CreateMatchRequest.bots as the record keeps them: one BotLevel per seat, or b"" when
+    people play every seat.
+
+    Raises:
+        ServiceError: INVALID_ARGUMENT naming bots (more entries than seats) or bots[i] (a
+            value that is no BotLevel).
+    """
+    if len(levels) > seats:
+        raise invalid_argument("bots", f"has {len(levels)} entries for {seats} seats")
+    for i, level in enumerate(levels):
+        if level != 0 and level not in bots.LEVELS:
+            raise invalid_argument(
+                f"bots[{i}]",
+                f"{level} is no BotLevel: BOT_LEVEL_UNSPECIFIED (a person), "
+                "BOT_LEVEL_RANDOM, BOT_LEVEL_GREEDY or BOT_LEVEL_STRONG",
+            )
+    if not any(levels):
+        return b""
+    return bytes(levels) + bytes(seats - len(levels))
 
 
 class Outcome(NamedTuple):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from basra.client import cards
 from basra.v1 import basra_service_pb2 as pb
@@ -30,6 +31,31 @@ def create_request(seed: int | None, seat: int, rid: str | None) -> pb.DealReque
     return request
 
 
+BOT_LEVELS = {
+    "random": game_pb2.BOT_LEVEL_RANDOM,
+    "greedy": game_pb2.BOT_LEVEL_GREEDY,
+    "strong": game_pb2.BOT_LEVEL_STRONG,
+}
+"""The levels of the service's bots, by the names ``create_match(bots=...)`` takes."""
+
+
+def bot_levels(bots: Mapping[int, str]) -> list[game_pb2.BotLevel.ValueType]:
+    """CreateMatchRequest.bots from {seat: level name}: indexed by seat, 0 for a person.
+
+    Raises:
+        ValueError: a level that is none of ``BOT_LEVELS`` or a negative seat.
+    """
+    for seat, level in bots.items():
+        if level not in BOT_LEVELS:
+            raise ValueError(f"bot level {level!r} of seat {seat}: not one of {sorted(BOT_LEVELS)}")
+        if seat < 0:
+            raise ValueError(f"seat {seat} is negative")
+    levels = [game_pb2.BOT_LEVEL_UNSPECIFIED] * (max(bots) + 1 if bots else 0)
+    for seat, level in bots.items():
+        levels[seat] = BOT_LEVELS[level]
+    return levels
+
+
 def create_match_request(
     rules: str,
     seats: int,
@@ -37,9 +63,15 @@ def create_match_request(
     seed: int | None,
     seat: int,
     rid: str | None,
+    bots: Mapping[int, str] | None = None,
 ) -> pb.CreateMatchRequest:
     request = pb.CreateMatchRequest(
-        rules=rules, seats=seats, options=options, seat=seat, request_id=rid or request_id()
+        rules=rules,
+        seats=seats,
+        options=options,
+        seat=seat,
+        request_id=rid or request_id(),
+        bots=bot_levels(bots or {}),
     )
     if seed is not None:
         request.seed = seed

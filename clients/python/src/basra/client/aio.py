@@ -76,16 +76,23 @@ class AsyncClient:
         rules: str | None = None,
         seats: int = 0,
         options: game_pb2.MatchOptions | None = None,
+        bots: Mapping[int, str] | None = None,
     ) -> AsyncMatch:
         """Create a match and deal its first hand (see ``Client.create_match``)."""
         metadata = _core.api_key_metadata(self.api_key)
         response: pb.DealResponse | pb.CreateMatchResponse
-        if rules is None and not seats and options is None:
+        if rules is None and not seats and options is None and not bots:
             request = _core.create_request(seed, seat, request_id)
             response = await self.call(self.stub.Deal, request, metadata)
         else:
             created = _core.create_match_request(
-                rules or "", seats, options or game_pb2.MatchOptions(), seed, seat, request_id
+                rules or "",
+                seats,
+                options or game_pb2.MatchOptions(),
+                seed,
+                seat,
+                request_id,
+                bots,
             )
             response = await self.call(self.stub.CreateMatch, created, metadata)
         tokens = {t.seat: t.token for t in response.seat_tokens}

@@ -10,12 +10,13 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from basra.client import Client, Match, RetryPolicy, greedy_choice, random_choice
 from basra.client.errors import BasraError
 from basra.client.render import Renderer, explain
+from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 
 BOTS = ("greedy", "random")
@@ -24,13 +25,18 @@ QUICK = RetryPolicy(attempts=4, first_delay=0.1, max_delay=0.5)
 
 
 def create(
-    client: Client, seed: int | None, out: TextIO, rules: str | None = None, seats: int = 0
+    client: Client,
+    seed: int | None,
+    out: TextIO,
+    rules: str | None = None,
+    seats: int = 0,
+    bots: dict[int, str] | None = None,
 ) -> tuple[Match, int | None]:
-    """A new match (of ``rules`` at ``seats``, when given), on ``seed`` or on a seed of our own
-    when the server accepts seeds."""
+    """A new match (of ``rules`` at ``seats``, when given; with the server's ``bots``), on
+    ``seed`` or on a seed of our own when the server accepts seeds."""
     chosen = seed if seed is not None else secrets.randbits(63)
     try:
-        return client.create_match(seed=chosen, rules=rules, seats=seats), chosen
+        return client.create_match(seed=chosen, rules=rules, seats=seats, bots=bots), chosen
     except BasraError as error:
         if seed is not None or error.reason != "SEEDS_DISABLED":
             raise
@@ -39,7 +45,7 @@ def create(
         "replayed; a server started with --allow-seeds can replay one.",
         file=out,
     )
-    return client.create_match(rules=rules, seats=seats), None
+    return client.create_match(rules=rules, seats=seats, bots=bots), None
 
 
 def pause(seconds: float) -> None:
@@ -62,22 +68,62 @@ def run(
     sleep: Callable[[float], None] | None = None,
     rules: str | None = None,
     seats: int = 0,
+    levels: Sequence[str] | None = None,
 ) -> int:
     """Play one match on the server at ``target``; returns the exit status.
 
     ``pace`` seconds pass between two plays, to watch the match unfold. ``rules`` and ``seats``
     choose the rule system and the seat count (default: ERAM, two seats); bots take every seat,
-    greedy and random in turn.
+    greedy and random in turn. With ``levels`` (e.g. strong, greedy) the server's bots take
+    every seat at those levels in turn and the demo watches the match as a spectator (the
+    server paces their plays, by its --bot-pace-seconds).
     """
     render = Renderer(symbols)
     sleep = sleep or pause
     with Client(target, api_key=api_key, retry=retry) as client:
         try:
+            if levels:
+                count = max(seats, 2)
+                bots = {s: levels[s % len(levels)] for s in range(count)}
+                match, used = create(client, seed, out, rules, count, bots)
+                return _watch(match, used, bots, render, out)
             match, used = create(client, seed, out, rules, seats)
             return _play(match, used, render, out, pace, sleep)
         except BasraError as error:
             print("error: " + explain(error, target), file=out)
             return 1
+
+
+def _watch(
+    match: Match,
+    seed: int | None,
+    bots: dict[int, str],
+    render: Renderer,
+    out: TextIO,
+) -> int:
+    """Follow a match the server's bots play, as a spectator, every play printed."""
+    assert isinstance(match.created, pb.CreateMatchResponse)
+    first = match.created.view
+    players = ", ".join(f"seat {s} {level}" for s, level in sorted(bots.items()))
+    print(f"Match {match.id}, {first.rules} rules: the server's bots, {players}", file=out)
+    if seed is not None:
+        print(f"Seed {seed}", file=out)
+    spectator = match.spectate(match.created.watch_token)
+    plays = 0
+    for event in spectator.watch():
+        if event.WhichOneof("event") == "card_played":
+            played = event.card_played
+            plays += 1
+            text = render.played(played, f"seat {played.seat} ({bots[played.seat]}) plays")
+            print(f"  {plays:2}. {text}", file=out)
+        elif (line := render.event(event)) is not None:
+            print(line, file=out)
+            if event.WhichOneof("event") == "hand_started":
+                plays = 0
+    names = [f"{bots[s]} bot" for s in range(len(first.seats))]
+    for line in render.scoreboard(spectator.score(), names):
+        print(line, file=out)
+    return 0
 
 
 def _play(

@@ -312,11 +312,14 @@ def run(
     retry: RetryPolicy = QUICK,
     rules: str | None = None,
     seats: int = 0,
+    bot: str | None = None,
 ) -> int:
     """Play one match in the terminal; returns the exit status (130 after Ctrl-C).
 
     ``rules`` and ``seats`` choose the rule system and the seat count (default: ERAM, two
     seats); the person plays seat 0 and the greedy bot every other seat (partner included).
+    With ``bot`` (a level: random, greedy, strong) the server's bots play the other seats
+    instead, their hands never sent here.
     """
     term = Terminal(read, out)
     if resume is not None:
@@ -335,7 +338,10 @@ def run(
                 view = match.view()
                 term.say(f"Resuming match {match.id}.")
             else:
-                match = client.create_match(seed=seed, rules=rules, seats=seats)
+                server_bots = (
+                    dict.fromkeys(range(1, max(seats, 2)), bot) if bot and not hot_seat else None
+                )
+                match = client.create_match(seed=seed, rules=rules, seats=seats, bots=server_bots)
                 view = match.view()
                 humans = list(range(len(view.seats))) if hot_seat else [0]
                 saved = Saved(target, match.id, match.tokens, humans, hot_seat)
@@ -389,6 +395,9 @@ def play_match(table: Table) -> None:
             return
         if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
             table.flush()
+            if view.next_dealer not in match.tokens:
+                await_server_bot(table, view)  # the server's bot deals
+                continue
             term.ask("Press Enter to deal the next hand: ")
             deal = match.deal(expected_version=view.version)
             table.report(deal.events, None if table.hot_seat else table.humans[0])
@@ -398,8 +407,25 @@ def play_match(table: Table) -> None:
             if table.hot_seat:
                 table.hand_over(seat)
             table.human_turn(seat)
+        elif seat not in match.tokens:
+            await_server_bot(table, view)
         else:
             handle = match.seat(seat)
             card, plan_id = greedy_choice(handle.plans())
             response = handle.play(card, plan_id, expected_version=view.version)
             table.report(response.events, table.humans[0])
+
+
+def await_server_bot(table: Table, view: game_pb2.MatchView) -> None:
+    """Wait for the server's bot to move (its play or deal), and report what it did: the
+    events of the next version, from the person's WatchMatch stream."""
+    events = []
+    watch = table.match.watch(table.humans[0], after_version=view.version)
+    try:
+        for event in watch:
+            events.append(event)
+            if event.version_complete:
+                break
+    finally:
+        watch.close()
+    table.report(events, table.humans[0])

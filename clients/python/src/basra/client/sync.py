@@ -77,6 +77,7 @@ class Client:
         rules: str | None = None,
         seats: int = 0,
         options: game_pb2.MatchOptions | None = None,
+        bots: Mapping[int, str] | None = None,
     ) -> Match:
         """Create a match and deal its first hand; the ``Match`` holds every seat's token.
 
@@ -84,15 +85,26 @@ class Client:
         ``Match.created`` carries. ``rules`` (a ListRules name), ``seats`` (0: the rules'
         smallest) and ``options`` create it with CreateMatch; without them it is an ERAM
         two-seat match, as the deprecated creating Deal makes.
+
+        ``bots`` makes seats bots the service plays, {seat: "random" | "greedy" | "strong"}:
+        the ``Match`` then holds the person seats' tokens only (``seat`` must be one of them),
+        and the service plays the bots' turns itself. With every seat a bot, the ``Match``
+        holds no token: follow it with ``match.spectate(match.created.watch_token)``.
         """
         metadata = _core.api_key_metadata(self.api_key)
         response: pb.DealResponse | pb.CreateMatchResponse
-        if rules is None and not seats and options is None:
+        if rules is None and not seats and options is None and not bots:
             request = _core.create_request(seed, seat, request_id)
             response = self.call(self.stub.Deal, request, metadata)
         else:
             created = _core.create_match_request(
-                rules or "", seats, options or game_pb2.MatchOptions(), seed, seat, request_id
+                rules or "",
+                seats,
+                options or game_pb2.MatchOptions(),
+                seed,
+                seat,
+                request_id,
+                bots,
             )
             response = self.call(self.stub.CreateMatch, created, metadata)
         tokens = {t.seat: t.token for t in response.seat_tokens}

@@ -60,6 +60,9 @@ class MatchRecord(NamedTuple):
     watch_hashes: tuple[bytes, ...] = ()
     """Per seat, the hash of its read-only watch token (service.auth.watch_token); empty for a
     match created before watch tokens existed."""
+    bots: bytes = b""
+    """Per seat, the BotLevel of the service's bot playing it (0: a person); empty when people
+    play every seat. Fixed when the match is created."""
 
 
 SALT_BYTES: Final = 16

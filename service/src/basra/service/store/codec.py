@@ -7,7 +7,9 @@ value is at most 64 bytes, and a state or a request record is larger. The versio
     record := version (u64) seats (u8) token hashes (32 bytes each) then, each as u16 length +
               bytes: state, creation, the request record of every seat; then, for a match
               created by a server with CreateWatchToken but before RevokeWatchTokens, the watch
-              token hash of every seat (32 bytes each). Records without them still decode.
+              token hash of every seat (32 bytes each); then, for a match with bot seats, the
+              bots mark (u8, 0xB0) and every seat's BotLevel (u8 each, 0: a person). Records
+              without either still decode.
 
 Watch access (``keys.watch_key``, a string of its own: see ``base.WatchAccess``) has its own
 format, a leading format byte first:
@@ -32,6 +34,7 @@ _HEAD = struct.Struct(">QB")
 _LENGTH = struct.Struct(">H")
 _WATCH_FORMAT: Final = 1
 _NO_HASH: Final = bytes(HASH_BYTES)
+_BOTS_MARK: Final = 0xB0
 
 
 def version_prefix(version: int) -> bytes:
@@ -45,6 +48,9 @@ def encode_record(record: MatchRecord) -> bytes:
     for field in (record.state, record.creation, *record.requests):
         parts += (_LENGTH.pack(len(field)), field)
     parts += record.watch_hashes
+    if record.bots:
+        assert len(record.bots) == len(record.token_hashes)
+        parts += (bytes((_BOTS_MARK,)), record.bots)
     return b"".join(parts)
 
 
@@ -64,8 +70,20 @@ def decode_record(match_id: str, data: bytes) -> MatchRecord:
         at += _LENGTH.size
         fields.append(data[at : at + length])
         at += length
+    # The optional trailing parts, told apart by their lengths: the bots part (1 + seats bytes)
+    # is shorter than one watch token hash.
+    bots = b""
+    bots_at = len(data) - 1 - seats
+    if bots_at >= at and data[bots_at] == _BOTS_MARK and bots_at in (at, at + seats * HASH_BYTES):
+        bots = data[bots_at + 1 :]
+        end = bots_at
+    else:
+        end = len(data)
     watch = tuple(data[at + i * HASH_BYTES : at + (i + 1) * HASH_BYTES] for i in range(seats))
-    if len(data) == at + seats * HASH_BYTES:
+    if end == at + seats * HASH_BYTES:
+        at = len(data)
+    elif end == at:
+        watch = ()
         at = len(data)
     else:
         watch = ()
@@ -79,6 +97,7 @@ def decode_record(match_id: str, data: bytes) -> MatchRecord:
         creation=fields[1],
         requests=tuple(fields[2:]),
         watch_hashes=watch,
+        bots=bots,
     )
 
 

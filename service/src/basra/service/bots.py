@@ -1,0 +1,205 @@
+"""Seats the service plays: deciding a bot's move, off the event loop, and when to make it.
+
+A bot seat's move is a change like any other (``Servicer._change``): the same compare-and-set
+on the version, the same events, and a request_id derived from the match and the version it
+answers (``request_id``), so two replicas that both make it apply it once, and a repeated
+attempt is answered as the first.
+
+Stateless: the replica that commits a change after which a bot must act (its turn, or its deal
+of the next hand) makes the bot's move after the pace (``Settings.bot_pace_s``). A replica that
+stops before then leaves it to whichever replica next reads the match for any call or stream:
+every load of a match with bot seats is a ``notice``.
+
+The bot decides from its seat's view only (``basra.engine.bots.choose``): the state goes to the
+thinking process because that process builds the view, and no card of it leaves the server.
+The random and greedy levels choose on the event loop (they cost microseconds); the strong
+level searches for tens of milliseconds of CPU, which would stall every other call of the
+replica (compiled engine code holds the GIL: a thread would not help), so it runs in a small
+process pool, at most ``Settings.bot_max_thinking`` moves submitted at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import multiprocessing
+import random
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Final, NamedTuple
+
+from basra.engine import Phase, State, decode, view
+from basra.engine.bots import choose
+from basra.engine.game import next_dealer
+from basra.service.metrics import Metrics
+
+log = logging.getLogger("basra.bots")
+
+LEVELS: Final = {1: "random", 2: "greedy", 3: "strong"}
+"""BotLevel numbers (basra.v1.BotLevel) to the engine's level names."""
+_OFF_LOOP: Final = frozenset({"strong"})
+"""The levels that think in the process pool."""
+
+
+class Move(NamedTuple):
+    """What a bot must do at a version of a match."""
+
+    seat: int
+    level: str
+    deal: bool
+    """Deal the next hand (else play a card)."""
+
+
+def due(state: State, bots: bytes) -> Move | None:
+    """The bot move ``state`` waits for, if any: the bot to play, or the bot that deals the next
+    hand once a hand is over (any seat may deal; a bot deals the hands it is next to deal)."""
+    if not bots or state.phase is Phase.MATCH_OVER:
+        return None
+    deal = state.phase is Phase.HAND_OVER
+    seat = next_dealer(state) if deal else state.turn
+    level = bots[seat] if seat < len(bots) else 0
+    return Move(seat, LEVELS[level], deal) if level else None
+
+
+def request_id(match_id: str, version: int) -> str:
+    """The request_id of the bot move answering ``version``: the same on every replica."""
+    return f"bot-{match_id}-{version}"
+
+
+def think(
+    state_bytes: bytes, seat: int, level: str, match_id: str, version: int, seconds: float
+) -> tuple[int, int]:
+    """The bot's (card index, plan id; 0 trails) for the match at ``version``.
+
+    Runs in a worker process for the strong level. The generator is seeded from the match id
+    and the version, never from the match's seed, so every replica chooses the same move from
+    the same view (the strong level's time cap aside). ``gone`` is every card captured this
+    hand, each side's pile: each capture happened in front of every seat.
+    """
+    state = decode(state_bytes)
+    gone = 0
+    for pile in state.captured:
+        gone |= pile
+    digest = hashlib.sha256(f"{match_id}:{version}".encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))  # noqa: S311 - a bot's draws, no secret
+    card, plan = choose(level, view(state, seat), state.profile, rng, seconds=seconds, gone=gone)
+    return int(card), plan
+
+
+Commit = Callable[[str, int, Move, tuple[int, int] | None], Awaitable[bool]]
+"""Makes a bot move at a version (the card and plan of a play, None for a deal); True when it
+was applied, False when the match had moved on."""
+
+
+class Current(NamedTuple):
+    """A match as a bot move starts from."""
+
+    version: int
+    state: State
+    data: bytes
+    """The state's bytes (engine.codec)."""
+    bots: bytes
+    """Per seat, its BotLevel (0: a person)."""
+
+
+Read = Callable[[str], Awaitable[Current | None]]
+"""The match as this replica last knew it (or loaded), or None when it is gone."""
+
+
+class BotPlayer:
+    """Makes the bot moves this replica owes: at most one task per match."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        *,
+        pace_s: float,
+        workers: int,
+        max_thinking: int,
+        strong_seconds: float,
+    ) -> None:
+        self._metrics = metrics
+        self._pace_s = pace_s
+        self._workers = workers
+        self._strong_seconds = strong_seconds
+        self._slots = asyncio.Semaphore(max_thinking)
+        self._pool: ProcessPoolExecutor | None = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._commit: Commit | None = None
+        self._read: Read | None = None
+
+    def bind(self, read: Read, commit: Commit) -> None:
+        """Give the player the servicer's paths: read the match, commit a move."""
+        self._read, self._commit = read, commit
+
+    def notice(self, match_id: str, state: State, bots: bytes) -> None:
+        """Make sure the bot move ``state`` waits for, if any, gets made: start a task for the
+        match unless this replica has one running (which reads the match again before it acts)."""
+        if not bots or match_id in self._tasks or due(state, bots) is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._run(match_id))
+        self._tasks[match_id] = task
+
+    async def _run(self, match_id: str) -> None:
+        assert self._read is not None
+        assert self._commit is not None
+        started = time.monotonic()
+        try:
+            while True:
+                current = await self._read(match_id)
+                if current is None:
+                    return
+                version = current.version
+                move = due(current.state, current.bots)
+                if move is None:
+                    return
+                play = None
+                if not move.deal:
+                    play = await self._think(current.data, move, match_id, version)
+                # The pace runs from the change that handed the bot its turn; thinking counts.
+                wait = self._pace_s - (time.monotonic() - started)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                applied = await self._commit(match_id, version, move, play)
+                self._metrics.bot_moves.labels(move.level, "applied" if applied else "lost").inc()
+                started = time.monotonic()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The next call on the match (any replica) notices the move still due.
+            log.warning("bot move failed", exc_info=True, extra={"match_id": match_id})
+        finally:
+            self._tasks.pop(match_id, None)
+
+    async def _think(self, data: bytes, move: Move, match_id: str, version: int) -> tuple[int, int]:
+        start = time.perf_counter()
+        args = (data, move.seat, move.level, match_id, version, self._strong_seconds)
+        if move.level not in _OFF_LOOP:
+            choice = think(*args)
+        else:
+            async with self._slots:
+                pool = self._executor()
+                choice = await asyncio.get_running_loop().run_in_executor(pool, think, *args)
+        self._metrics.bot_think.labels(move.level).observe(time.perf_counter() - start)
+        return choice
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # Spawned, not forked: the server's process holds gRPC's threads.
+            self._pool = ProcessPoolExecutor(
+                self._workers, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self._pool
+
+    async def close(self) -> None:
+        """Stop making moves (the server is stopping): a move not made is left to the next
+        replica that reads the match."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
