@@ -69,6 +69,11 @@ REDIS = {"REDIS_URL": "redis://r:6379/0"}
         ([], {**REDIS, "BASRA_DRAIN_SECONDS": "-1"}, "$BASRA_DRAIN_SECONDS must be 0 or more"),
         (["--drain-seconds", "-1"], REDIS, "--drain-seconds must be 0 or more"),
         (["--create-burst", "0"], REDIS, "--create-burst must be positive"),
+        # nan compares false with every bound and inf lifts them: neither is a setting.
+        ([], {**REDIS, "BASRA_CREATE_RATE": "nan"}, "$BASRA_CREATE_RATE must be a finite"),
+        ([], {**REDIS, "BASRA_CREATE_RATE": "inf"}, "$BASRA_CREATE_RATE must be a finite"),
+        ([], {**REDIS, "BASRA_REQUEST_TIMEOUT_SECONDS": "NaN"}, "$BASRA_REQUEST_TIMEOUT_SECONDS"),
+        ([], {**REDIS, "BASRA_DRAIN_SECONDS": "-inf"}, "$BASRA_DRAIN_SECONDS must be a finite"),
         ([], {**REDIS, "BASRA_LOG_LEVEL": "LOUD"}, "$BASRA_LOG_LEVEL must be DEBUG, INFO"),
         # An unknown loop is refused, not replaced by some default loop.
         ([], {**REDIS, "BASRA_EVENT_LOOP": "trio"}, "$BASRA_EVENT_LOOP must be uvloop or asyncio"),
@@ -90,6 +95,12 @@ def test_bad_values_are_refused_naming_the_flag_or_variable_given(
     with pytest.raises(ValueError, match=re.escape(message)) as info:
         parse(argv, environ)
     assert str(info.value).startswith(message), str(info.value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_number_setting_built_in_code_must_be_finite(value: float) -> None:
+    with pytest.raises(config.SettingError, match="--create-rate must be a finite number"):
+        Settings(create_rate=value)
 
 
 def test_the_embedded_store_is_asked_for_by_name() -> None:

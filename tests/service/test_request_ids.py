@@ -64,6 +64,16 @@ def test_a_random_uuid_creates_and_its_retry_returns_the_same_tokens(server: Ser
     assert again == first
 
 
+def test_one_uuid_is_one_match_whatever_the_case_it_is_sent_in(server: ServerThread) -> None:
+    # A UUID's letters are hex digits: upper and lower case write the same UUID (RFC 9562).
+    request_id = str(uuid.uuid4())
+    lower, first = MatchClient.create(server.channel, seed=3, request_id=request_id)
+    upper, again = MatchClient.create(server.channel, seed=3, request_id=request_id.upper())
+    mixed, third = MatchClient.create(server.channel, seed=3, request_id=request_id.title())
+    assert lower.match_id == upper.match_id == mixed.match_id
+    assert again == first == third
+
+
 @pytest.mark.parametrize(("rules", "seats"), [("persian", 3), ("persian-partnership", 4)])
 def test_a_retried_creation_of_any_rule_system_returns_the_original_response(
     server: ServerThread, rules: str, seats: int

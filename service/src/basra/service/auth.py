@@ -153,7 +153,7 @@ def check_match_id(match_id: str) -> str:
 
 
 def check_request_id(request_id: str, *, creating: bool = False) -> str:
-    """``request_id`` if well formed ("" means none).
+    """``request_id`` if well formed ("" means none); a creating one in canonical form.
 
     Raises:
         ServiceError: INVALID_ARGUMENT naming request_id.
@@ -168,7 +168,8 @@ def check_request_id(request_id: str, *, creating: bool = False) -> str:
             "must be a random UUID (version 4, e.g. 3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c) to "
             "create a match: it guards the seat tokens",
         )
-    return request_id
+    # One UUID, one match: its canonical form is lower case (RFC 9562), whatever case was sent.
+    return request_id.lower() if creating else request_id
 
 
 def caller_scope(api_key: str | None) -> str:

@@ -12,6 +12,7 @@ closed: a variable that is set but empty is an error (an empty ``BASRA_API_KEY``
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -146,9 +147,12 @@ def _whole(text: str) -> int:
 
 def _number(text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"must be a number, not {text!r}") from None
+    if not math.isfinite(value):  # nan compares false with every bound; inf lifts them all
+        raise ValueError(f"must be a finite number, not {text!r}")
+    return value
 
 
 def _bool(text: str) -> bool:
@@ -384,6 +388,8 @@ class Settings:
             raise SettingError("bot_pace_s", "must be 0 or more")
         for f in fields(self):
             value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise SettingError(f.name, f"must be a finite number, not {value!r}")
             if (
                 isinstance(value, int | float)
                 and not isinstance(value, bool)
