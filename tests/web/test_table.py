@@ -84,6 +84,8 @@ class Service:
                     "off",
                     "--web-root",
                     str(DIST),
+                    # Seeded matches make the scenarios that need a rare position certain.
+                    "--allow-seeds",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
