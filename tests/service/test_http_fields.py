@@ -229,3 +229,12 @@ def test_a_malformed_block_resets_its_stream_and_the_connection_serves_on(
     assert (RST_STREAM, 0, 1, PROTOCOL_ERROR.to_bytes(4, "big")) in seen
     assert not [f for f in seen if f[0] == GOAWAY]
     assert [f for f in seen if f[2] == 3 and f[0] in (HEADERS, DATA) and f[1] & END_STREAM]
+
+
+@pytest.mark.parametrize("value", [b"trailers", b"Trailers", b"TRAILERS"])
+def test_te_trailers_is_accepted_in_any_case_as_http_compares_it(value: bytes) -> None:
+    # RFC 9110: a transfer coding name is case-insensitive; RFC 9113 allows te only as
+    # "trailers" in HTTP/2. h2 lower-cases it before comparing, and so must the port.
+    fields = [*without(b"te"), (b"te", value)]
+    assert malformed(fields) is None
+    assert h2_accepts(fields, trailers=False)

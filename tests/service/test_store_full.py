@@ -6,15 +6,18 @@ is freed. Before the first store check, readiness is NOT_SERVING (not an unknown
 from __future__ import annotations
 
 import asyncio
+import http.client
 import io
 import json
 import logging
 import random
 import re
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Final
 
 import grpc
 import pytest
@@ -28,7 +31,7 @@ from basra.service.server import LIVENESS, SERVICE_NAME
 from basra.service.store.memory import MemoryStore
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
-from tests.support import RedisProcess, ServerThread
+from tests.support import RedisProcess, ServerThread, wait_until
 
 
 @pytest.fixture
@@ -142,3 +145,58 @@ def test_readiness_is_not_serving_until_the_first_store_check_passes() -> None:
         assert liveness.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         stuck.stop()
+
+
+def healthz(server: ServerThread) -> int:
+    """The HTTP port's readiness: 200 or 503 (0 once the port no longer answers)."""
+    host, port = server.http_address
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status
+    except OSError:
+        return 0
+    finally:
+        connection.close()
+
+
+# What /healthz answers for each gRPC health status of the service ("").
+READY: Final = {
+    health_pb2.HealthCheckResponse.SERVING: 200,
+    health_pb2.HealthCheckResponse.NOT_SERVING: 503,
+}
+
+
+def test_healthz_follows_the_grpc_health_status_in_every_state(
+    start_server: Callable[..., ServerThread], small_redis: RedisProcess
+) -> None:
+    """Serving, store full, store unreachable, serving again, draining: in each, the HTTP port's
+    /healthz says what the gRPC health service says (a balancer may probe either)."""
+    server = start_server(redis_url=small_redis.url, store_timeout_s=0.5)
+    client = redis.Redis.from_url(small_redis.url)
+
+    def agree(status: int) -> None:
+        wait_health(server, status)
+        wait_until(lambda: healthz(server) == READY[status])
+
+    agree(health_pb2.HealthCheckResponse.SERVING)
+    fill(client)
+    agree(health_pb2.HealthCheckResponse.NOT_SERVING)  # store full
+    client.flushall()
+    client.config_set("maxmemory", "3mb")
+    agree(health_pb2.HealthCheckResponse.SERVING)
+    client.close()
+    small_redis.stop()
+    agree(health_pb2.HealthCheckResponse.NOT_SERVING)  # store unreachable
+    small_redis.start()
+    agree(health_pb2.HealthCheckResponse.SERVING)
+    # Draining: both say NOT_SERVING while the ports still answer (the drain's notice period);
+    # the gRPC side is asked on a channel of its own (stopping closes the test's).
+    with grpc.insecure_channel(server.target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        stopping = threading.Thread(target=lambda: server.stop(grace_s=2))
+        stopping.start()
+        wait_until(lambda: healthz(server) == 503)
+        status = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status
+        assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+        stopping.join(timeout=15)
