@@ -258,6 +258,8 @@ def match_keys(store: redis.Redis) -> list[bytes]:
     ("bots", "seat", "field"),
     [
         ([PERSON, 9], 0, "bots[1]"),
+        # One past the last level the contract defines.
+        ([PERSON, max(game_pb2.BotLevel.values()) + 1], 0, "bots[1]"),
         ([PERSON, GREEDY, GREEDY], 0, "bots"),
         ([STRONG, PERSON], 0, "seat"),
     ],

@@ -395,7 +395,7 @@ def play_match(table: Table) -> None:
             return
         if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
             table.flush()
-            if view.next_dealer not in match.tokens:
+            if match.tokens.get(view.next_dealer) is None:  # a seat of the server's bots
                 await_server_bot(table, view)  # the server's bot deals
                 continue
             term.ask("Press Enter to deal the next hand: ")
