@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import logging
 import random
 import uuid
@@ -1177,6 +1178,10 @@ def test_a_cluster_call_on_connections_the_nodes_dropped_is_sent_again_at_once(
     asyncio.run(scenario())
 
 
+# redis-py's own client, in the redirection loop this test shows, leaves sockets that its aclose
+# does not close: they are collected at the end of this test, their warnings expected here.
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_redis_py_still_splits_asking_from_its_command_so_fold_asking_is_still_needed(
     cluster: RedisClusterProcess,
 ) -> None:
@@ -1213,4 +1218,5 @@ def test_redis_py_still_splits_asking_from_its_command_so_fold_asking_is_still_n
         outcome = asyncio.run(scenario())
     finally:
         end_slot_move(cluster, slot, source, target)
+        gc.collect()  # here, not in a later test that expects no warning
     assert isinstance(outcome, redis.exceptions.ClusterError), outcome

@@ -356,12 +356,15 @@ class RedisStore:
                     if raise_on_error or _refused_unrun(exc):
                         raise
                     return [exc]
-            pipe = client.pipeline(transaction=False)
-            for command in commands:
-                pipe.execute_command(*command)
-            # Errors in place, raised here as Redis said them (a pipeline's own raise
-            # rewrites their text).
-            replies: list[Any] = await pipe.execute(raise_on_error=False)
+            # As a context manager the pipeline gives its connection back (or closes it) however
+            # the call ends, cancelled by the deadline included; else a cancelled call's socket
+            # stays checked out of the pool until garbage collection finds it open.
+            async with client.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)
+                # Errors in place, raised here as Redis said them (a pipeline's own raise
+                # rewrites their text).
+                replies: list[Any] = await pipe.execute(raise_on_error=False)
             for reply in replies:
                 if isinstance(reply, redis_errors.ReadOnlyError) or (
                     raise_on_error and isinstance(reply, Exception)
