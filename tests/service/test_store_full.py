@@ -6,7 +6,6 @@ is freed. Before the first store check, readiness is NOT_SERVING (not an unknown
 from __future__ import annotations
 
 import asyncio
-import http.client
 import io
 import json
 import logging
@@ -31,6 +30,7 @@ from basra.service.server import LIVENESS, SERVICE_NAME
 from basra.service.store.memory import MemoryStore
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
+from tests.service.test_http import healthz
 from tests.support import RedisProcess, ServerThread, wait_until
 
 
@@ -145,19 +145,6 @@ def test_readiness_is_not_serving_until_the_first_store_check_passes() -> None:
         assert liveness.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         stuck.stop()
-
-
-def healthz(server: ServerThread) -> int:
-    """The HTTP port's readiness: 200 or 503 (0 once the port no longer answers)."""
-    host, port = server.http_address
-    connection = http.client.HTTPConnection(host, port, timeout=5)
-    try:
-        connection.request("GET", "/healthz")
-        return connection.getresponse().status
-    except OSError:
-        return 0
-    finally:
-        connection.close()
 
 
 # What /healthz answers for each gRPC health status of the service ("").
