@@ -81,8 +81,10 @@ async def _connection(
     stop: asyncio.Event,
     content_type: str,
     window: int | None,
+    source: str | None,
 ) -> None:
-    reader, writer = await asyncio.open_connection(host, port)
+    local = None if source is None else (source, 0)
+    reader, writer = await asyncio.open_connection(host, port, local_addr=local)
     settings = b"" if window is None else struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, window)
     writer.write(PREFACE + frame(SETTINGS, 0, 0, settings) + settings)
     headers = request_headers(f"{host}:{port}", path, content_type)
@@ -145,13 +147,15 @@ async def half_open(
     path: str = "/basra.v1.BasraService/GetMatch",
     content_type: str = "application/grpc",
     window: int | None = None,
+    source: str | None = None,
 ) -> None:
     """Open ``connections`` x ``streams`` half-open requests and hold them until ``stop``.
     ``window``: the flow-control window the client gives each stream of the server's (0: a
-    client that reads nothing of any response body)."""
+    client that reads nothing of any response body); ``source``: the client's own address
+    (127.0.0.2: another peer than the tests' honest clients)."""
     await asyncio.gather(
         *(
-            _connection(i, host, port, streams, path, attack, stop, content_type, window)
+            _connection(i, host, port, streams, path, attack, stop, content_type, window, source)
             for i in range(connections)
         ),
         return_exceptions=True,

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import grpc
 import pytest
@@ -29,7 +29,7 @@ from pyqwest import HTTPVersion, SyncClient, SyncHTTPTransport
 from basra.client.match import Rejection
 from basra.service.grpc_transport import register_bounded
 from basra.service.http_h2 import StreamBudget
-from basra.service.limits import CallLimit, RequestDeadline
+from basra.service.limits import CallLimit, RequestDeadline, peer_host
 from basra.service.metrics import Metrics
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
@@ -439,9 +439,10 @@ def holding(
     streams: int,
     content_type: str = "application/grpc",
     window: int | None = None,
+    source: str | None = None,
 ) -> Iterator[Attack]:
-    """Half-open requests held from another thread until the block ends (``window``: as
-    ``half_open``'s)."""
+    """Half-open requests held from another thread until the block ends (``window``,
+    ``source``: as ``half_open``'s)."""
     attack, ready = Attack(), threading.Event()
     stop: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
@@ -450,7 +451,9 @@ def holding(
         stop.append((asyncio.get_running_loop(), event))
         ready.set()
         path = "/basra.v1.BasraService/GetMatch"
-        await half_open(host, port, connections, streams, event, attack, path, content_type, window)
+        await half_open(
+            host, port, connections, streams, event, attack, path, content_type, window, source
+        )
 
     thread = threading.Thread(target=asyncio.run, args=(hold(),))
     thread.start()
@@ -614,3 +617,83 @@ async def read_until(
                 return True
     except (asyncio.IncompleteReadError, ConnectionError):
         return False
+
+
+ATTACKER: Final = "127.0.0.2"
+"""Another client address than the honest clients' 127.0.0.1 (all of 127/8 is this host)."""
+
+
+@pytest.mark.parametrize("port_kind", ["grpc", "http"])
+def test_one_address_holds_no_more_than_its_share_of_the_calls(
+    start_server: Callable[..., ServerThread], port_kind: str
+) -> None:
+    """Calls held from one client address stop at BASRA_MAX_CALLS_PER_PEER: past it that address
+    is refused at once, while another address is served on both ports."""
+    server = start_server(request_timeout_s=60, max_concurrent_rpcs=100, max_calls_per_peer=30)
+    http = server.server.http
+    assert http is not None
+    calls = http.app.connect.calls
+    host, http_port = server.http_address
+    port = http_port if port_kind == "http" else server.port
+    with holding(host, port, 2, 25, source=ATTACKER) as attack:
+        wait_until(lambda: attack.opened == 50 and attack.answered == 20)
+        assert calls.peers == {ATTACKER: 30}
+        assert_served_on_both_ports(server)
+    wait_until(lambda: not calls.peers)
+
+
+@pytest.mark.parametrize("port_kind", ["grpc", "http"])
+def test_requests_still_arriving_from_one_address_are_bounded(
+    start_server: Callable[..., ServerThread], port_kind: str
+) -> None:
+    """Calls whose request is still arriving stop at BASRA_MAX_PENDING_PER_PEER from one address
+    (and BASRA_MAX_PENDING_REQUESTS in all): such a call costs the server what a served one does
+    while its client may hold it for the whole request deadline at no cost of its own."""
+    server = start_server(request_timeout_s=60, max_pending_requests=40, max_pending_per_peer=15)
+    http = server.server.http
+    assert http is not None
+    pending = http.app.connect.deadline.pending
+    host, http_port = server.http_address
+    port = http_port if port_kind == "http" else server.port
+    with holding(host, port, 2, 20, source=ATTACKER) as attack:
+        wait_until(lambda: attack.opened == 40 and attack.answered == 25)
+        assert pending.peers == {ATTACKER: 15}
+        assert_served_on_both_ports(server)
+        with holding(host, port, 2, 20, source="127.0.0.3") as second:
+            # 25 of this address's may wait (the process's 40 less the first address's 15).
+            wait_until(lambda: second.opened == 40 and second.answered == 25)
+            assert pending.peers == {ATTACKER: 15, "127.0.0.3": 15}
+    wait_until(lambda: not pending.peers)
+
+
+def assert_served_on_both_ports(server: ServerThread) -> None:
+    """A Deal from 127.0.0.1 answers on the gRPC port and over Connect."""
+    stub = pb_grpc.BasraServiceStub(server.channel)
+    assert stub.Deal(pb.DealRequest(request_id=str(uuid.uuid4())), timeout=10).match_id
+    transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
+    try:
+        client = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
+        assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
+    finally:
+        transport.close()
+
+
+def test_peer_host_is_the_address_without_its_port() -> None:
+    assert peer_host("ipv4:10.1.2.3:5000") == "10.1.2.3"
+    assert peer_host("ipv6:[::1]:5000") == "::1"
+    assert peer_host("unix:/tmp/socket") == "unix:/tmp/socket"
+
+
+def test_a_call_limit_counts_each_address_apart() -> None:
+    calls = CallLimit(3, peer_limit=2)
+    assert calls.take("a")
+    assert calls.take("a")
+    assert not calls.take("a")
+    assert calls.take("b")
+    calls.http = 3
+    assert not calls.take("c")  # the process is full, whatever the address
+    calls.http = 0
+    calls.give("a")
+    assert calls.peers == {"a": 1, "b": 1}
+    calls.give("a")
+    assert calls.peers == {"b": 1}

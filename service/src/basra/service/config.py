@@ -269,6 +269,23 @@ class Settings:
         "concurrent calls per process, open WatchMatch streams included; beyond it calls fail "
         "RESOURCE_EXHAUSTED at once",
     )
+    max_calls_per_peer: int = setting(
+        6000,
+        "BASRA_MAX_CALLS_PER_PEER",
+        "concurrent calls per process from one client address (both ports; behind a proxy "
+        "every call comes from the proxy's addresses); beyond it calls fail RESOURCE_EXHAUSTED",
+    )
+    max_pending_requests: int = setting(
+        2000,
+        "BASRA_MAX_PENDING_REQUESTS",
+        "calls per process whose request message is still arriving (both ports); beyond it "
+        "calls fail RESOURCE_EXHAUSTED at once",
+    )
+    max_pending_per_peer: int = setting(
+        500,
+        "BASRA_MAX_PENDING_PER_PEER",
+        "calls from one client address whose request message is still arriving",
+    )
     request_timeout_s: float = setting(
         10.0,
         "BASRA_REQUEST_TIMEOUT_SECONDS",

@@ -18,7 +18,7 @@ from google.protobuf.message import DecodeError, Message
 
 from basra.service import auth
 from basra.service.errors import ServiceError
-from basra.service.limits import RequestDeadline, refuse
+from basra.service.limits import RequestDeadline, peer_host, refuse
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -114,7 +114,8 @@ def _unary(
     calls = deadline.calls
 
     async def call(requests: AsyncIterator[Any], context: Context) -> Any:
-        if calls.full:
+        peer = peer_host(context.peer())
+        if not calls.take(peer):
             await refuse(context)
         calls.grpc += 1
         try:
@@ -127,6 +128,7 @@ def _unary(
             raise  # abort raises; this keeps type checkers informed
         finally:
             calls.grpc -= 1
+            calls.give(peer)
 
     return call
 
@@ -146,7 +148,8 @@ def _streaming(
     calls = deadline.calls
 
     async def call(requests: AsyncIterator[Any], context: Context) -> None:
-        if calls.full:
+        peer = peer_host(context.peer())
+        if not calls.take(peer):
             await refuse(context)
         calls.grpc += 1
         responses = None
@@ -170,6 +173,7 @@ def _streaming(
             await context.abort(error.code, error.message, error.trailing_metadata())
         finally:
             calls.grpc -= 1
+            calls.give(peer)
             if responses is not None:
                 _settle(ended)
                 # Closed here when a write failed (gRPC does not iterate it: the handler is a

@@ -40,6 +40,7 @@ from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
 from connectrpc.request import RequestContext
 from connectrpc.server import ConnectASGIApplication, Endpoint
 from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor_pb2 import MethodOptions
 from google.protobuf.message import DecodeError, Message
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.config import Config as HypercornConfig
@@ -51,7 +52,7 @@ from basra.service.config import Settings
 from basra.service.errors import ServiceError
 from basra.service.http_h2 import BudgetedConfig, SendDeadline, StreamBudget, send_bodies_directly
 from basra.service.http_socket import coalesce_writes
-from basra.service.limits import TOO_MANY_CALLS, RequestDeadline
+from basra.service.limits import TOO_MANY_CALLS, PendingLimitError, RequestDeadline
 from basra.service.metrics import Metrics
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
@@ -225,7 +226,8 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         max_message_bytes: int,
         deadline: RequestDeadline,
     ) -> None:
-        self._deadline = deadline
+        self.deadline = deadline
+        """The request deadline, and the limit on requests still arriving, of both ports."""
         self.calls = deadline.calls
         """The process's calls, this port's among them (open streams included)."""
         self.streams: set[asyncio.Future[None]] = set()
@@ -253,23 +255,30 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         return "/" + SERVICE.full_name
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve an RPC call: at most the process's call limit at once on both ports (beyond, the
-        call fails RESOURCE_EXHAUSTED at once, as the gRPC port answers), its request body
-        within the request deadline (else DEADLINE_EXCEEDED / REQUEST_TIMEOUT): half-open
-        requests, headers and a byte of a body then nothing, are bounded here in number and
-        time as on the gRPC port (``basra.service.limits``). The body is read first (every RPC
+        """Serve an RPC call: at most the process's call limit at once on both ports, and at
+        most its share from one client address (beyond, the call fails RESOURCE_EXHAUSTED at
+        once, as the gRPC port answers); its request body within the request deadline (else
+        DEADLINE_EXCEEDED / REQUEST_TIMEOUT), as one of a bounded number of requests still
+        arriving, in all and per address: half-open requests, headers and a byte of a body then
+        nothing, are bounded here in number and time as on the gRPC port
+        (``basra.service.limits``). The body is read first (every RPC
         takes one request message, so a client sends its whole body at once), then replayed to
         the fast path or to connectrpc, which see the messages the server delivered."""
         calls = self.calls
-        if calls.full:
+        client = scope.get("client")
+        peer = client[0] if client else ""
+        if not calls.take(peer):
             await self(scope, _refusing(_too_many_calls()), send)
             return
         calls.http += 1
         try:
             try:
-                messages = await self._deadline.within(
-                    lambda: _body_messages(receive, self._max_bytes)
+                messages = await self.deadline.within(
+                    lambda: _body_messages(receive, self._max_bytes), peer
                 )
+            except PendingLimitError:
+                await self(scope, _refusing(_too_many_calls()), send)
+                return
             except ServiceError as error:
                 await self(scope, _refusing(connect_error(error)), send)
                 return
@@ -278,6 +287,7 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
                 await self(scope, replay, send)
         finally:
             calls.http -= 1
+            calls.give(peer)
 
     async def serve_unary(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve ``scope`` if it is a plain Connect unary call (a POST of a unary RPC, binary or
@@ -471,6 +481,15 @@ async def _send_connect_error(send: Send, error: ConnectError) -> None:
     await send({"type": "http.response.body", "body": wire.to_json_bytes(), "more_body": False})
 
 
+_IDEMPOTENCY: Final = {
+    MethodOptions.IDEMPOTENCY_UNKNOWN: IdempotencyLevel.UNKNOWN,
+    MethodOptions.NO_SIDE_EFFECTS: IdempotencyLevel.NO_SIDE_EFFECTS,
+    MethodOptions.IDEMPOTENT: IdempotencyLevel.IDEMPOTENT,
+}
+"""The contract's idempotency option of each RPC, as connectrpc names it: NO_SIDE_EFFECTS RPCs
+also answer Connect GET requests."""
+
+
 def _endpoints(core: Servicer, streams: set[asyncio.Future[None]]) -> dict[str, Any]:
     endpoints: dict[str, Any] = {}
     for method in SERVICE.methods:
@@ -479,7 +498,7 @@ def _endpoints(core: Servicer, streams: set[asyncio.Future[None]]) -> dict[str, 
             service_name=SERVICE.full_name,
             input=message_factory.GetMessageClass(method.input_type),
             output=message_factory.GetMessageClass(method.output_type),
-            idempotency_level=IdempotencyLevel.UNKNOWN,
+            idempotency_level=_IDEMPOTENCY[method.GetOptions().idempotency_level],
             stream_type=StreamType.SERVER_STREAM if method.server_streaming else StreamType.UNARY,
         )
         endpoints[RPC_PREFIX + method.name] = (
@@ -516,6 +535,11 @@ class HttpApp:
             return
         if scope["type"] != "http":
             return  # websockets: not served (the server closes the connection)
+        if scope["http_version"] == "1.1" and _framed_twice(scope):
+            # RFC 9112, 6.3: a message with both is a request-smuggling risk behind a proxy;
+            # answered, and the connection closed (hypercorn closes on "connection: close").
+            await _respond(send, 400, b"content-length with transfer-encoding\n", _CLOSE)
+            return
         origin = _header(scope, b"origin")
         cors = self._cors(origin)
         if scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method"):
@@ -580,12 +604,23 @@ class HttpApp:
         if self.web_root is None:
             return None
         relative = path.lstrip("/") or INDEX
+        if any(part.startswith(".") for part in relative.split("/")):
+            return None  # dotfiles (.env, .git) are never served, whatever the web root holds
         candidate = (self.web_root / relative).resolve()
         if not candidate.is_relative_to(self.web_root):
             return None
         if candidate.is_dir():
             candidate = candidate / INDEX
         return candidate if candidate.is_file() else None
+
+
+_CLOSE: Final = ((b"connection", b"close"),)
+
+
+def _framed_twice(scope: Scope) -> bool:
+    """Whether a request carries both Content-Length and Transfer-Encoding."""
+    names = {bytes(key).lower() for key, _ in scope.get("headers", ())}
+    return b"content-length" in names and b"transfer-encoding" in names
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

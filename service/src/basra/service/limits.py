@@ -4,8 +4,10 @@ A gRPC call exists as soon as its headers arrive; a unary handler then waits, fo
 client likes, for the request message. A client that sends headers and one byte of a message on
 thousands of streams holds thousands of calls (about 23 KB each, measured) and never sends the
 rest. ``RequestDeadline`` gives every call ``timeout_s`` for its request message to arrive, and
-``CallLimit`` bounds how many calls exist at once, on both ports together, so that a flood on
-both at once holds no more than one on either (the HTTP port's calls:
+bounds how many may wait so at once (``RequestDeadline.pending``), and ``CallLimit`` bounds how
+many calls exist at once, on both ports together, so that a flood on both at once holds no more
+than one on either; both limits also hold per client address, so that one client cannot take
+what every other client needs (the HTTP port's calls:
 ``basra.service.http.ConnectApp.serve``); HTTP/2's max_concurrent_streams bounds them per
 connection. Every handler of the gRPC port is registered already bounded: the transport's own
 (``grpc_transport.register``) wait for their request message with ``RequestDeadline.first`` and
@@ -48,32 +50,71 @@ def _is_generator(function: Any) -> bool:
 
 class CallLimit:
     """The calls one process serves at once on both its ports, open streams included: at most
-    ``limit``; past it a new call fails RESOURCE_EXHAUSTED at once.
+    ``limit`` in all and ``peer_limit`` from one client address; past either a new call fails
+    RESOURCE_EXHAUSTED at once.
 
     It counts the calls each port's handlers hold, every handler of the gRPC port included
-    (see the module docstring), so that a flood of half-open requests on both ports at once
-    holds no more calls, and so no more memory, than one on either (the HTTP port also refuses
-    its HTTP/2 streams past the budget this leaves it: ``basra.service.http_h2``).
+    (see the module docstring), so that a flood of calls on both ports at once holds no more
+    calls, and so no more memory, than one on either, and one client address cannot take the
+    calls every other client needs. Behind a proxy every call comes from the proxy's own
+    addresses: the operator guide says how to size ``peer_limit`` there.
     """
 
-    __slots__ = ("grpc", "http", "limit")
+    __slots__ = ("grpc", "http", "limit", "peer_limit", "peers")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, peer_limit: int | None = None) -> None:
         self.limit = limit
+        self.peer_limit = limit if peer_limit is None else peer_limit
         self.grpc = 0
         """Calls held by the gRPC port's handlers."""
         self.http = 0
         """Calls held by the HTTP port's application."""
+        self.peers: dict[str, int] = {}
+        """Calls held per client address (``peer_host``), only addresses holding some."""
 
     @property
     def full(self) -> bool:
         return self.grpc + self.http >= self.limit
+
+    def take(self, peer: str) -> bool:
+        """Count a call from ``peer`` in, if the process and that address may hold one more;
+        False (nothing counted) when either is at its limit."""
+        held = self.peers.get(peer, 0)
+        if held >= self.peer_limit or self.grpc + self.http >= self.limit:
+            return False
+        self.peers[peer] = held + 1
+        return True
+
+    def give(self, peer: str) -> None:
+        """Count a call from ``peer`` out (it was ``take``n)."""
+        held = self.peers[peer] - 1
+        if held:
+            self.peers[peer] = held
+        else:
+            del self.peers[peer]
+
+
+def peer_host(peer: str) -> str:
+    """The client address of a gRPC peer string (``ipv4:10.0.0.1:5000``, ``ipv6:[::1]:5000``),
+    without its port: the key of the per-address limits. Other forms (``unix:...``) are kept
+    whole."""
+    kind, _, address = peer.partition(":")
+    if kind == "ipv4":
+        return address.rpartition(":")[0]
+    if kind == "ipv6":
+        return address.rpartition(":")[0].strip("[]")
+    return peer
 
 
 async def refuse(context: Any) -> NoReturn:
     """End a gRPC call RESOURCE_EXHAUSTED because the process's calls are at their limit."""
     await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_MANY_CALLS)
     raise AssertionError("abort raises")  # pragma: no cover
+
+
+class PendingLimitError(Exception):
+    """A call may not wait for its request: as many as may wait already do (answered like a
+    call past the call limit, RESOURCE_EXHAUSTED at once)."""
 
 
 class _Waiting:
@@ -106,12 +147,18 @@ class RequestDeadline:
         timeout_s: float,
         on_timeout: Callable[[], None] = lambda: None,
         calls: CallLimit | None = None,
+        pending: CallLimit | None = None,
     ) -> None:
         self._timeout_s = timeout_s
         self._on_timeout = on_timeout
         self.calls = calls if calls is not None else CallLimit(sys.maxsize)
         """The process's calls, which every call this serves counts in while it runs (the HTTP
         port's application and the gRPC transport count theirs in the same)."""
+        self.pending = pending if pending is not None else CallLimit(sys.maxsize)
+        """The calls waiting for their request message, in all and per client address: a call
+        waiting costs what a served one does (the gRPC core's or hypercorn's stream, its task)
+        while its client may hold it for the whole deadline at no cost of its own, so fewer
+        may wait than may be served (``BASRA_MAX_PENDING_REQUESTS``)."""
         # Oldest first; the deadlines grow in that order (one timeout for all).
         self._waiting: deque[_Waiting] = deque()
         self._timer: asyncio.TimerHandle | None = None
@@ -157,14 +204,15 @@ class RequestDeadline:
     async def held(self, context: Any) -> AsyncIterator[None]:
         """The call counted in the call limit while it runs; past the limit it is refused
         RESOURCE_EXHAUSTED at once (the transport's own handlers count themselves inline)."""
-        calls = self.calls
-        if calls.full:
+        calls, peer = self.calls, peer_host(context.peer())
+        if not calls.take(peer):
             await refuse(context)
         calls.grpc += 1
         try:
             yield
         finally:
             calls.grpc -= 1
+            calls.give(peer)
 
     async def first(self, context: Any) -> Any:
         """The call's one request message, once it has arrived within the deadline; else the
@@ -177,7 +225,9 @@ class RequestDeadline:
         a call's objects are freed by reference counting when it ends, which keeping them
         frozen (``basra.service.gc_policy``) relies on."""
         try:
-            request = await self.within(context.read)
+            request = await self.within(context.read, peer_host(context.peer()))
+        except PendingLimitError:
+            await refuse(context)
         except ServiceError as late:
             await context.abort(late.code, late.message, late.trailing_metadata())
             raise AssertionError("abort raises") from None  # pragma: no cover
@@ -192,11 +242,27 @@ class RequestDeadline:
         await context.abort(error.code, error.message, error.trailing_metadata())
         raise AssertionError("abort raises")  # pragma: no cover
 
-    async def within(self, read: Callable[[], Awaitable[T]]) -> T:
+    async def within(self, read: Callable[[], Awaitable[T]], peer: str) -> T:
         """What ``read()`` answers, once it has within ``timeout_s`` from now; past that the read
         is cancelled and ServiceError DEADLINE_EXCEEDED / REQUEST_TIMEOUT raised (a call's own
         cancellation still propagates). The gRPC calls' ``first`` and the HTTP port's request
-        bodies (``basra.service.http``) wait this way."""
+        bodies (``basra.service.http``) wait this way.
+
+        Raises:
+            PendingLimitError: as many calls as may wait already wait, in all or from
+                ``peer``'s address; nothing was read.
+        """
+        pending = self.pending
+        if not pending.take(peer):
+            raise PendingLimitError
+        pending.grpc += 1
+        try:
+            return await self._within(read)
+        finally:
+            pending.grpc -= 1
+            pending.give(peer)
+
+    async def _within(self, read: Callable[[], Awaitable[T]]) -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         waiting = _Waiting(loop.time() + self._timeout_s, task)

@@ -89,13 +89,18 @@ def new_event_loop(name: str) -> asyncio.AbstractEventLoop:
     Raises:
         ValueError: ``name`` is not one of ``EVENT_LOOPS``.
     """
+    loop: asyncio.AbstractEventLoop
     if name == "uvloop":
-        return uvloop.new_event_loop()
-    if name == "asyncio":
+        loop = uvloop.new_event_loop()
+    elif name == "asyncio":
         # The standard library's own loop, whatever event loop policy the process installed
         # (asyncio.new_event_loop() would follow the policy: uvloop.install() makes it uvloop's).
-        return asyncio.SelectorEventLoop()
-    raise ValueError(f"event loop must be {' or '.join(EVENT_LOOPS)}, not {name!r}")
+        loop = asyncio.SelectorEventLoop()
+    else:
+        raise ValueError(f"event loop must be {' or '.join(EVENT_LOOPS)}, not {name!r}")
+    # What asyncio would print on stderr goes through the JSON formatter (clipped, redacted).
+    loop.set_exception_handler(logs.log_loop_exception)
+    return loop
 
 
 def loop_name(loop: asyncio.AbstractEventLoop) -> str:
@@ -271,8 +276,10 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     deadline = RequestDeadline(
         settings.request_timeout_s,
         metrics.request_timeouts.inc,
-        # Both ports' calls together, every handler of each counted.
-        CallLimit(settings.max_concurrent_rpcs),
+        # Both ports' calls together, every handler of each counted, and those still waiting
+        # for their request message, in all and per client address.
+        CallLimit(settings.max_concurrent_rpcs, settings.max_calls_per_peer),
+        CallLimit(settings.max_pending_requests, settings.max_pending_per_peer),
     )
     # Half-open requests (headers and part of a message, then nothing) each hold a call:
     # bounded in number per process by the call limit, which every handler registered here
