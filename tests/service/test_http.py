@@ -8,11 +8,13 @@ event and rejection is compared after decoding.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import io
 import json
 import logging
 import re
+import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -30,7 +32,8 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
 from basra.service import logs
-from basra.service.config import Settings
+from basra.service.config import EVENT_LOOPS, Settings
+from basra.service.server import new_event_loop
 from basra.service.servicer import SERVICE
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
@@ -605,3 +608,104 @@ def test_a_core_without_every_rpc_of_the_contract_does_not_start() -> None:
     metrics = Metrics.create()
     with pytest.raises(TypeError, match="WatchMatch"):
         Partial(Settings(), MemoryStore(60, 10), metrics)
+
+
+def test_dotfiles_in_the_web_root_are_never_served(
+    start_server: Callable[..., ServerThread], web_root: Path
+) -> None:
+    (web_root / ".env").write_text("BASRA_API_KEY=secret")
+    (web_root / ".git").mkdir()
+    (web_root / ".git" / "config").write_text("[remote]")
+    (web_root / "assets" / ".hidden.js").write_text("secret")
+    server = start_server(web_root=str(web_root))
+    for path in ("/.env", "/%2eenv", "/.git/config", "/assets/.hidden.js", "/.git/"):
+        status, _, body = post(server, path, b"", {}, method="GET")
+        assert (status, body) == (404, b"not found\n"), path
+    assert post(server, "/assets/app.js", b"", {}, method="GET")[0] == 200
+
+
+def test_a_request_with_content_length_and_transfer_encoding_closes_the_connection(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """RFC 9112, 6.3: a request framed both ways is answered 400 and its connection closed (a
+    request-smuggling risk behind a proxy that reads the other framing)."""
+    server = start_server()
+    host, port = server.http_address
+    request = (
+        f"POST /healthz HTTP/1.1\r\nHost: {host}\r\nContent-Length: 5\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, port), timeout=10) as connection:
+        connection.sendall(request)
+        received = b""
+        while chunk := connection.recv(65536):  # to the server's close
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 400 ")
+    assert b"connection: close" in received.lower()
+
+
+def test_read_only_rpcs_answer_connect_get_requests(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """The contract marks the read-only RPCs NO_SIDE_EFFECTS: Connect GET serves them (browsers
+    and caches), and refuses GET for the others."""
+    read_only = {
+        method.name
+        for method in SERVICE.methods
+        if method.GetOptions().idempotency_level == method.GetOptions().NO_SIDE_EFFECTS
+    }
+    assert read_only == {"GetMatch", "ListPlans", "ListRules", "Score"}
+    server = start_server()
+    query = "?connect=v1&encoding=json&message=%7B%7D"
+    status, headers, body = post(
+        server, f"/basra.v1.BasraService/ListRules{query}", b"", {}, method="GET"
+    )
+    assert status == 200, body
+    assert headers["content-type"] == "application/json"
+    rules = json_format.Parse(body, pb.ListRulesResponse())
+    assert rules.rules[0].name == "eram"
+    status, _, _ = post(server, f"/basra.v1.BasraService/Deal{query}", b"", {}, method="GET")
+    assert status == 405
+
+
+def test_a_long_message_and_traceback_are_clipped_and_redacted() -> None:
+    """A library's message may quote what a client sent, and a traceback may be long: both go
+    through the formatter's clipping and redaction."""
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    token = "A" * 43
+    try:
+        raise ValueError("x" * 300_000 + f" Bearer {token}")
+    except ValueError:
+        logging.getLogger("basra.http").exception("bad path /%s %s", "y" * 20_000, token)
+    (line,) = buffer.getvalue().splitlines()
+    entry = json.loads(line)
+    assert len(entry["msg"]) < logs.MESSAGE_LIMIT + 100
+    assert len(entry["exc"]) < logs.TRACEBACK_LIMIT + 100
+    assert token not in line
+    assert entry["exc"].endswith("Bearer [REDACTED]")
+
+
+def test_the_event_loops_own_errors_go_through_the_formatter() -> None:
+    """What asyncio prints on stderr (a connection's crash, a callback's error) is logged as a
+    JSON line instead: clipped, and with credentials redacted."""
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    token = "B" * 43
+    for name in EVENT_LOOPS:
+        loop = new_event_loop(name)
+        try:
+            assert loop.get_exception_handler() is logs.log_loop_exception
+
+            def crash() -> None:
+                raise RuntimeError(f"upgrade refused: HTTP2-Settings {token}")
+
+            loop.call_soon(crash)
+            loop.run_until_complete(asyncio.sleep(0))
+        finally:
+            loop.close()
+    entries = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    assert [entry["logger"] for entry in entries] == ["basra.loop"] * len(EVENT_LOOPS)
+    for entry in entries:
+        assert "RuntimeError: upgrade refused" in entry["exc"]
+        assert token not in entry["exc"]

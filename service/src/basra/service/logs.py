@@ -8,6 +8,7 @@ A record made while a traced call is served carries its ``trace_id`` and ``span_
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -18,10 +19,14 @@ from typing import Any, Final
 from opentelemetry import trace
 
 _SECRET: Final = re.compile(
-    r"(?i)(bearer\s+)\S+|(x-api-key[\"']?\s*[:=,]\s*[\"']?)[^\s\"',}]+|\b[A-Za-z0-9_-]{43}\b"
+    r"(?i)(bearer\s+)[^\s\"'\\,}]+|(x-api-key[\"']?\s*[:=,]\s*[\"']?)[^\s\"',}]+|\b[A-Za-z0-9_-]{43}\b"
 )
 FIELD_LIMIT: Final = 100
 """Longest logged field value, characters (a match id is at most 64)."""
+MESSAGE_LIMIT: Final = 1000
+"""Longest logged message, characters (a library's message may quote what a client sent)."""
+TRACEBACK_LIMIT: Final = 8000
+"""Longest logged traceback, characters: its last frames and the error, which say the most."""
 _STANDARD: Final = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
 
 
@@ -54,7 +59,7 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": clip(record.getMessage(), MESSAGE_LIMIT),
         }
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
@@ -66,7 +71,11 @@ class JsonFormatter(logging.Formatter):
             entry["trace_id"] = trace.format_trace_id(span.trace_id)
             entry["span_id"] = trace.format_span_id(span.span_id)
         if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
+            text = self.formatException(record.exc_info)
+            if len(text) > TRACEBACK_LIMIT:
+                cut = len(text) - TRACEBACK_LIMIT
+                text = f"[{cut} characters cut]...{text[cut:]}"
+            entry["exc"] = text
         return redact(json.dumps(entry, default=str, ensure_ascii=False))
 
 
@@ -78,3 +87,16 @@ def setup(level: str, stream: Any = None) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+
+
+def log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's exception handler: what asyncio would print on stderr (a task's or a
+    callback's uncaught error, a connection's crash) logged through the JSON formatter instead,
+    so it is clipped and its secrets redacted like every other line. Only the message and the
+    exception are logged: the context's other entries (transports, protocols, handles) may
+    hold whatever a client sent."""
+    error = context.get("exception")
+    logging.getLogger("basra.loop").error(
+        str(context.get("message", "unhandled error in the event loop")),
+        exc_info=error if isinstance(error, BaseException) else None,
+    )
