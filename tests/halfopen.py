@@ -117,7 +117,7 @@ async def _connection(
                 if kind == RST_STREAM and int.from_bytes(payload, "big") == REFUSED_STREAM:
                     attack.refused += 1
             elif kind == GOAWAY:
-                return
+                pass  # streams it leaves unanswered are dropped as the connection closes
 
     reading = asyncio.ensure_future(read())
     stopping = asyncio.ensure_future(stop.wait())

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import socket
-import struct
 import subprocess
 import threading
 import time
@@ -28,9 +27,7 @@ from pyqwest import HTTPVersion, SyncClient, SyncHTTPTransport
 
 from basra.client.match import Rejection
 from basra.service.grpc_transport import register_bounded
-from basra.service.http_h2 import StreamBudget
 from basra.service.limits import CallLimit, RequestDeadline, peer_host
-from basra.service.metrics import Metrics
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
 from basra.v1.basra_service_connect import BasraServiceClientSync
@@ -99,7 +96,10 @@ async def wave(port: int, pid: int, connections: int, streams: int) -> tuple[Att
     peak = rss_bytes(pid)
     deadline = time.monotonic() + 60
     try:
-        while not (attack.opened == connections * streams and attack.answered == attack.opened):
+        while not (
+            attack.opened == connections * streams
+            and attack.answered + attack.dropped == attack.opened
+        ):
             if time.monotonic() > deadline:
                 break  # reported by the caller's assertion
             await asyncio.sleep(0.05)
@@ -114,8 +114,8 @@ async def wave(port: int, pid: int, connections: int, streams: int) -> tuple[Att
     ("port_kind", "connections", "waves"),
     [
         ("grpc", CONNECTIONS, WAVES),
-        # 10,000 streams a wave: unbudgeted, hypercorn's ~20 KB a stream took the server 200 MB
-        # past its start (http_h2.StreamBudget); the budget (300 + 100 streams) keeps it small.
+        # 10,000 streams a wave, from one address: at most BASRA_MAX_PENDING_PER_PEER of them
+        # wait for their request, the others are refused at once.
         ("http", 100, 2),
     ],
 )
@@ -132,8 +132,12 @@ def test_half_open_requests_are_ended_and_memory_stays_bounded(
     for _ in range(waves):
         attack, peak = asyncio.run(wave(port, process.pid, connections, STREAMS))
         assert attack.opened == connections * STREAMS
-        # Each call is ended: past the call limit at once, the others at the request deadline.
-        assert attack.answered == attack.opened, "half-open calls the server still holds"
+        # Each call is ended: past the limits at once, the others at the request deadline. On
+        # the HTTP port a connection whose next byte arrives for a stream already answered is
+        # dropped by hypercorn, its streams with it (test_hypercorn_still_drops_a_connection_on_
+        # data_for_a_stream_it_answered): those calls are over too.
+        ended = attack.answered + (attack.dropped if port_kind == "http" else 0)
+        assert ended == attack.opened, "half-open calls the server still holds"
         peaks.append(peak)
     growth = max(peaks) - base
     assert growth < MAX_GROWTH, f"RSS grew {growth >> 20} MiB: {[p >> 20 for p in peaks]}"
@@ -315,13 +319,13 @@ def test_a_servicer_that_names_no_methods_is_refused() -> None:
 
 
 async def hundred_half_open(host: str, port: int) -> Attack:
-    """4 connections x 25 half-open requests, held until the server has ended all 100 (or for
+    """10 connections x 10 half-open requests, held until the server has ended all 100 (or for
     30 s)."""
     attack, stop = Attack(), asyncio.Event()
-    task = asyncio.ensure_future(half_open(host, port, 4, 25, stop, attack))
+    task = asyncio.ensure_future(half_open(host, port, 10, 10, stop, attack))
     started = time.monotonic()
     while time.monotonic() - started < 30 and not (
-        attack.opened == 100 and attack.answered == attack.opened
+        attack.opened == 100 and attack.answered + attack.dropped == attack.opened
     ):
         await asyncio.sleep(0.05)
     stop.set()
@@ -333,78 +337,40 @@ async def hundred_half_open(host: str, port: int) -> Attack:
 def test_half_open_requests_on_the_http_port_are_ended(
     start_server: Callable[..., ServerThread], limit: int
 ) -> None:
-    # Before the HTTP port bounded its calls, none of these was ever ended: each held its
-    # memory for as long as the client kept its connection.
+    """Every half-open request on the HTTP port is ended: at once past the call limit, else at
+    the request deadline; none holds its memory for as long as its client keeps its connection.
+    (Those whose connection hypercorn drops, as the test of hypercorn#329 shows, end with it.)"""
     server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=limit)
     host, port = server.http_address
 
     result = asyncio.run(hundred_half_open(host, port))
-    assert (result.opened, result.answered) == (100, 100)
+    assert result.opened == 100
+    assert result.answered + result.dropped == 100
     # Every call ended counts no more: the port's budget is whole again.
     http = server.server.http
     assert http is not None
     wait_until(lambda: http.app.connect.calls.http == 0)
 
 
-def test_streams_past_the_http_ports_budget_are_refused_unprocessed(
-    start_server: Callable[..., ServerThread],
-) -> None:
-    """Past its stream budget (the call limit and one connection's streams) the HTTP port resets
-    a request with REFUSED_STREAM before building anything for it; the budget is whole again
-    once the streams end, and the port serves on."""
-    # The request deadline (which also lets go of responses left unread) is past the test.
-    server = start_server(request_timeout_s=60, max_concurrent_rpcs=10, max_concurrent_streams=25)
-    host, port = server.http_address
-    http = server.server.http
-    assert http is not None
-    budget = http.config.stream_budget
-    assert budget.limit == 35
-
-    # A client that reads no response body (a flow-control window of 0) keeps every stream it
-    # opened open, answered or not: 10 held by the call limit, 25 answered at once past it. So
-    # the budget is spent at 35 streams however the 100 requests arrive, and the other 65 are
-    # refused (with streams that end, whether any request finds the budget spent is a race:
-    # on a slow machine each connection's streams could all end before the next one's came).
-    with holding(host, port, 4, 25, "application/proto", window=0) as attack:
-        wait_until(lambda: attack.opened == 100 and attack.refused == 65)
-        assert budget.open == 35
-        assert attack.answered == attack.refused  # nothing else could be read to its end
-    assert server.server.metrics.http_streams_refused.value == 65
-    # hypercorn lets go of a connection's streams (the budget) as the connection closes, and
-    # cancels their calls, which leave the call limit a few loop turns later, as they unwind.
-    calls = http.app.connect.calls
-    wait_until(lambda: budget.open == 0 and calls.http == 0)
-    transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
-    try:
-        client = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
-        assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
-    finally:
-        transport.close()
-
-
 def test_a_response_left_unread_past_the_request_deadline_is_let_go(
     start_server: Callable[..., ServerThread],
 ) -> None:
-    """A client that reads no response body (a flow-control window of 0) has each of its
-    streams reset with CANCEL once a piece of its response has waited the request deadline, and
-    the call let go, while it keeps its connections: otherwise a few such connections would hold
-    the HTTP port's whole stream budget, and the port would refuse every other client."""
-    server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=10, max_concurrent_streams=25)
+    """A client that reads no response body (a flow-control window of 0) has each of its calls
+    let go once a piece of its response has waited the request deadline, while it keeps its
+    connections: otherwise a few such connections would hold the call limit, and the port would
+    refuse every other client."""
+    server = start_server(request_timeout_s=0.5, max_concurrent_rpcs=10)
     host, port = server.http_address
     http = server.server.http
     assert http is not None
-    budget, stalls = http.config.stream_budget, server.server.metrics.http_streams_stalled
+    stalls, calls = server.server.metrics.http_streams_stalled, http.app.connect.calls
     transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
     try:
-        # 30 streams (the budget is 35): 10 held by the call limit until the request deadline,
-        # 20 answered RESOURCE_EXHAUSTED at once; no response body can be written.
+        # 30 streams: 10 held by the call limit until the request deadline, 20 answered
+        # RESOURCE_EXHAUSTED at once; no response body can be written.
         with holding(host, port, 2, 15, "application/proto", window=0) as attack:
-            wait_until(lambda: attack.opened == 30 and attack.answered == 30)
-            assert attack.refused == 0  # reset with CANCEL, not refused unprocessed
-            assert stalls.value == 30
-            # The reset stream leaves the budget at once, its call the call limit as it unwinds.
-            calls = http.app.connect.calls
-            wait_until(lambda: budget.open == 0 and calls.http == 0)
+            wait_until(lambda: attack.opened == 30 and stalls.value == 30)
+            wait_until(lambda: calls.http == 0)
             client = BasraServiceClientSync(server.http_url, http_client=SyncClient(transport))
             assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
             assert attack.connections_closed == 0
@@ -421,11 +387,11 @@ def test_the_http_port_listens_with_the_kernels_whole_backlog(
     server = start_server()
     http = server.server.http
     assert http is not None
-    (listening,) = http.sockets.insecure_sockets
-    # Linux's tcp_info of a listening socket: tcpi_sacked (after 8 bytes and 5 u32) is its
-    # backlog, as the kernel capped it.
-    info = listening.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-    (backlog,) = struct.unpack_from("I", info, 8 + 5 * 4)
+    # ss shows a listening socket's backlog, as the kernel capped it, as its Send-Q.
+    listing = subprocess.run(
+        ["ss", "-Htln", f"sport = :{http.port}"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    backlog = int(listing[2])
     somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
     assert backlog == min(socket.SOMAXCONN, somaxconn)
     assert backlog > 100
@@ -462,7 +428,8 @@ def holding(
         yield attack
     finally:
         loop, event = stop[0]
-        loop.call_soon_threadsafe(event.set)
+        if thread.is_alive():  # else every connection was closed by the server already
+            loop.call_soon_threadsafe(event.set)
         thread.join(30)
 
 
@@ -487,7 +454,7 @@ def test_the_call_limit_holds_across_both_ports(
         return connect.deal(pb.DealRequest(request_id=str(uuid.uuid4())))
 
     try:
-        with holding(host, http_port, 2, 20):
+        with holding(host, http_port, 4, 10):
             wait_until(lambda: calls.http == 40)
             error = rpc_error(deal_over_grpc)
             assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -495,7 +462,7 @@ def test_the_call_limit_holds_across_both_ports(
         wait_until(lambda: calls.http == 0)
         assert deal_over_grpc()
 
-        with holding("127.0.0.1", server.port, 2, 20):
+        with holding("127.0.0.1", server.port, 4, 10):
             wait_until(lambda: calls.grpc == 40)
             with pytest.raises(ConnectError) as refused:
                 deal_over_connect()
@@ -522,45 +489,31 @@ def test_half_open_requests_of_a_client_that_left_are_let_go(
     assert http is not None
     calls = http.app.connect.calls
     host, port = server.http_address
-    with holding(host, port, 2, 20, content_type) as attack:
+    with holding(host, port, 4, 10, content_type) as attack:
         wait_until(lambda: calls.http == 40)
-    assert (attack.opened, attack.connections_closed) == (40, 2)
+    assert (attack.opened, attack.connections_closed) == (40, 4)
     wait_until(lambda: calls.http == 0, timeout=10)
-    wait_until(lambda: http.config.stream_budget.open == 0, timeout=10)
 
 
-def test_the_http_ports_stream_budget_leaves_out_the_grpc_ports_calls() -> None:
-    """The HTTP/2 streams the HTTP port builds spend the memory the gRPC port's calls do: its
-    budget (the call limit and one connection's streams) is what the gRPC port leaves."""
-    calls = CallLimit(40)
-    budget = StreamBudget(65, Metrics.create().http_streams_refused, calls)
-    budget.open = 25
-    assert not budget.spent
-    calls.grpc = 39
-    assert not budget.spent
-    calls.grpc = 40
-    assert budget.spent
-    calls.http = 40  # the HTTP port's own calls are among its streams, not counted twice
-    assert budget.spent
-    budget.open = 24
-    assert not budget.spent
-
-
-@pytest.mark.parametrize("content_type", ["application/proto", "application/grpc"])
-def test_data_after_a_response_that_ended_early_leaves_the_connection_serving(
-    start_server: Callable[..., ServerThread], content_type: str
+def test_hypercorn_still_drops_a_connection_on_data_for_a_stream_it_answered(
+    start_server: Callable[..., ServerThread],
 ) -> None:
-    """A call past the HTTP port's limit is answered before its request has arrived; the rest of
-    that request, arriving afterwards, is acknowledged and ignored: a Connect call's stream (its
-    response has no trailers, so HTTP/2 keeps it open for the request) must not have its data
-    looked up by hypercorn after the stream is gone, which would drop the whole connection with
-    every other call on it."""
+    """A known hypercorn bug the HTTP port lives with: a call past the limit is answered before
+    its request has arrived, and the rest of that request, arriving afterwards, makes hypercorn
+    look up a stream it has let go of (KeyError) and drop the whole connection, with every
+    other call on it (pgjones/hypercorn#329; fixes proposed in #312 and #334). Only a client
+    past a limit meets it, and its calls fail UNAVAILABLE, which clients retry. No wrapper can
+    mend it through hypercorn's public API. When this test fails, hypercorn has fixed it: turn
+    it into a test that the connection serves on."""
     server = start_server(request_timeout_s=30, max_concurrent_rpcs=1)
     host, port = server.http_address
-    headers = request_headers(f"{host}:{port}", "/basra.v1.BasraService/GetMatch", content_type)
+    # A Connect unary call: its response has no trailers, so HTTP/2 keeps the stream open for
+    # the rest of the request.
+    path = "/basra.v1.BasraService/GetMatch"
+    headers = request_headers(f"{host}:{port}", path, "application/proto")
     http = server.server.http
     assert http is not None
-    budget = http.config.stream_budget
+    calls = http.app.connect.calls
 
     async def exchange() -> tuple[bool, bool]:
         reader, writer = await asyncio.open_connection(host, port)
@@ -570,8 +523,8 @@ def test_data_after_a_response_that_ended_early_leaves_the_connection_serving(
             for stream in (1, 3):
                 writer.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
             answered_early = await read_until(reader, writer, ends(3))
-            # Once hypercorn has let go of stream 3 (only stream 1 counts in the budget),
-            while budget.open != 1:
+            # Once stream 3's call is over (only stream 1's counts),
+            while calls.http != 1:
                 await asyncio.sleep(0.01)
             # the rest of stream 3's request arrives; then a whole new request on stream 5,
             # answered (past the limit too) only if the connection still serves.
@@ -586,8 +539,7 @@ def test_data_after_a_response_that_ended_early_leaves_the_connection_serving(
 
     answered_early, served_on = asyncio.run(asyncio.wait_for(exchange(), 30))
     assert answered_early
-    assert served_on
-    assert server.server.metrics.http_streams_refused.value == 0
+    assert not served_on, "hypercorn#329 is fixed: assert that the connection serves on"
 
 
 def ends(stream: int) -> Callable[[int, int, int], bool]:
@@ -635,8 +587,8 @@ def test_one_address_holds_no_more_than_its_share_of_the_calls(
     calls = http.app.connect.calls
     host, http_port = server.http_address
     port = http_port if port_kind == "http" else server.port
-    with holding(host, port, 2, 25, source=ATTACKER) as attack:
-        wait_until(lambda: attack.opened == 50 and attack.answered == 20)
+    with holding(host, port, 5, 10, source=ATTACKER) as attack:
+        wait_until(lambda: attack.opened == 50 and attack.answered + attack.dropped == 20)
         assert calls.peers == {ATTACKER: 30}
         assert_served_on_both_ports(server)
     wait_until(lambda: not calls.peers)
@@ -647,22 +599,22 @@ def test_requests_still_arriving_from_one_address_are_bounded(
     start_server: Callable[..., ServerThread], port_kind: str
 ) -> None:
     """Calls whose request is still arriving stop at BASRA_MAX_PENDING_PER_PEER from one address
-    (and BASRA_MAX_PENDING_REQUESTS in all): such a call costs the server what a served one does
+    and BASRA_MAX_PENDING_REQUESTS in all: such a call costs the server what a served one does
     while its client may hold it for the whole request deadline at no cost of its own."""
-    server = start_server(request_timeout_s=60, max_pending_requests=40, max_pending_per_peer=15)
+    server = start_server(request_timeout_s=60, max_pending_requests=25, max_pending_per_peer=15)
     http = server.server.http
     assert http is not None
     pending = http.app.connect.deadline.pending
     host, http_port = server.http_address
     port = http_port if port_kind == "http" else server.port
-    with holding(host, port, 2, 20, source=ATTACKER) as attack:
-        wait_until(lambda: attack.opened == 40 and attack.answered == 25)
+    with holding(host, port, 4, 10, source=ATTACKER) as attack:
+        wait_until(lambda: attack.opened == 40 and attack.answered + attack.dropped == 25)
         assert pending.peers == {ATTACKER: 15}
         assert_served_on_both_ports(server)
-        with holding(host, port, 2, 20, source="127.0.0.3") as second:
-            # 25 of this address's may wait (the process's 40 less the first address's 15).
-            wait_until(lambda: second.opened == 40 and second.answered == 25)
-            assert pending.peers == {ATTACKER: 15, "127.0.0.3": 15}
+        with holding(host, port, 4, 10, source="127.0.0.3") as second:
+            # 10 of this address's wait: what the process's 25 leave.
+            wait_until(lambda: second.opened == 40 and second.answered + second.dropped == 30)
+            assert pending.peers == {ATTACKER: 15, "127.0.0.3": 10}
     wait_until(lambda: not pending.peers)
 
 
@@ -676,6 +628,28 @@ def assert_served_on_both_ports(server: ServerThread) -> None:
         assert client.deal(pb.DealRequest(request_id=str(uuid.uuid4()))).match_id
     finally:
         transport.close()
+
+
+def test_an_idle_http2_connection_is_closed(start_server: Callable[..., ServerThread]) -> None:
+    """An HTTP/2 connection that opens no stream and sends nothing is closed after the read
+    timeout (hypercorn's idle timer does not cover it): otherwise each held its memory for
+    good."""
+    server = start_server(http_read_timeout_s=1)
+    host, port = server.http_address
+
+    async def idle() -> bool:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(PREFACE + frame(SETTINGS, 0, 0))
+        try:
+            while await reader.read(65536):
+                pass  # the server's SETTINGS and its acknowledgement, then its close
+            return True
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    assert asyncio.run(asyncio.wait_for(idle(), 30))
 
 
 def test_peer_host_is_the_address_without_its_port() -> None:

@@ -261,7 +261,7 @@ class Settings:
     max_concurrent_streams: int = setting(
         100,
         "BASRA_MAX_CONCURRENT_STREAMS",
-        "concurrent calls per client connection (HTTP/2 streams)",
+        "concurrent calls per client connection on the gRPC port (HTTP/2 streams)",
     )
     max_concurrent_rpcs: int = setting(
         12000,
@@ -285,6 +285,19 @@ class Settings:
         500,
         "BASRA_MAX_PENDING_PER_PEER",
         "calls from one client address whose request message is still arriving",
+    )
+    http_max_concurrent_streams: int = setting(
+        16,
+        "BASRA_HTTP_MAX_CONCURRENT_STREAMS",
+        "concurrent calls per client connection on the HTTP port (HTTP/2 streams; a client "
+        "that opens more has its connection closed): hypercorn builds each stream before the "
+        "call limits see it, so this times the connections bounds its memory",
+    )
+    http_read_timeout_s: float = setting(
+        300.0,
+        "BASRA_HTTP_READ_TIMEOUT_SECONDS",
+        "an HTTP connection from which nothing arrives for this long is closed (idle HTTP/2 "
+        "connections, and WatchMatch streams whose client sends nothing: clients resume them)",
     )
     request_timeout_s: float = setting(
         10.0,

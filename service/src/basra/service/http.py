@@ -7,11 +7,11 @@ google.rpc messages the gRPC port sends (ErrorInfo, BadRequest, RetryInfo). conn
 official Python Connect runtime) speaks the three protocols; messages stay google.protobuf ones
 (our own codecs below), and connectrpc's own message runtime only wraps the detail bytes.
 
-Served by hypercorn in the server's own event loop: HTTP/1.1 and cleartext HTTP/2 (prior
-knowledge or upgrade), with the trailers gRPC needs (README, "HTTP port", says why hypercorn),
-each connection's writes coalesced (http_socket.py), HTTP/2 bodies sent without hypercorn's send
-task when nothing waits before them (http_h2.py); plain Connect unary calls served without
-connectrpc's general path (``ConnectApp.serve_unary``), with the same bytes on the wire.
+Served by hypercorn as it ships (``hypercorn.asyncio.serve``), in the server's own event loop:
+HTTP/1.1 and cleartext HTTP/2 (prior knowledge or upgrade), with the trailers gRPC needs. The
+bounds on what a client may hold (calls, requests still arriving, responses it does not read)
+are this application's, through hypercorn's public configuration and the ASGI interface only
+(docs/design.md, "The HTTP port", says why hypercorn and what each bound costs).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import mimetypes
 import socket
-import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import grpc
-from connectrpc._compression import IdentityCompression
-from connectrpc._protocol import ConnectWireError
-from connectrpc._shared import decode_message, decompress, message_too_large_error
 from connectrpc.code import Code
-from connectrpc.compression import Compression
 from connectrpc.compression.gzip import GzipCompression
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
@@ -42,18 +38,14 @@ from connectrpc.server import ConnectASGIApplication, Endpoint
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor_pb2 import MethodOptions
 from google.protobuf.message import DecodeError, Message
-from hypercorn.asyncio.run import worker_serve
+from hypercorn.asyncio import serve
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.config import Sockets
-from hypercorn.utils import wrap_app
 from protobuf.wkt import Any as DetailAny
 
 from basra.service.config import Settings
 from basra.service.errors import ServiceError
-from basra.service.http_h2 import BudgetedConfig, SendDeadline, StreamBudget, send_bodies_directly
-from basra.service.http_socket import coalesce_writes
 from basra.service.limits import TOO_MANY_CALLS, PendingLimitError, RequestDeadline
-from basra.service.metrics import Metrics
+from basra.service.metrics import Metrics, Tally
 from basra.service.servicer import SERVICE, Caller, MalformedRequest, Servicer
 
 log = logging.getLogger("basra.http")
@@ -217,17 +209,20 @@ def _streaming(
 
 
 class ConnectApp(ConnectASGIApplication[Servicer]):
-    """Every RPC of the contract's service descriptor, as connectrpc endpoints over the core;
-    plain Connect unary calls also without connectrpc's general machinery (``serve_unary``)."""
+    """Every RPC of the contract's service descriptor, as connectrpc endpoints over the core."""
 
     def __init__(
         self,
         core: Servicer,
         max_message_bytes: int,
         deadline: RequestDeadline,
+        send_deadline: SendDeadline,
+        refusals: Tally,
     ) -> None:
         self.deadline = deadline
         """The request deadline, and the limit on requests still arriving, of both ports."""
+        self._send_deadline = send_deadline
+        self._refusals = refusals
         self.calls = deadline.calls
         """The process's calls, this port's among them (open streams included)."""
         self.streams: set[asyncio.Future[None]] = set()
@@ -236,19 +231,10 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
             service=core,
             endpoints=lambda core: _endpoints(core, self.streams),
             read_max_bytes=max_message_bytes,
-            codecs=list(_UNARY_CODECS.values()),
-            compressions=list(_COMPRESSIONS.values()),
+            codecs=list(_CODECS),
+            compressions=[GzipCompression()],
         )
-        self._core = core
         self._max_bytes = max_message_bytes
-        self._unary = {
-            RPC_PREFIX + method.name: (
-                method.name,
-                message_factory.GetMessageClass(method.input_type),
-            )
-            for method in SERVICE.methods
-            if not method.server_streaming
-        }
 
     @property
     def path(self) -> str:
@@ -259,134 +245,96 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         most its share from one client address (beyond, the call fails RESOURCE_EXHAUSTED at
         once, as the gRPC port answers); its request body within the request deadline (else
         DEADLINE_EXCEEDED / REQUEST_TIMEOUT), as one of a bounded number of requests still
-        arriving, in all and per address: half-open requests, headers and a byte of a body then
-        nothing, are bounded here in number and time as on the gRPC port
-        (``basra.service.limits``). The body is read first (every RPC
-        takes one request message, so a client sends its whole body at once), then replayed to
-        the fast path or to connectrpc, which see the messages the server delivered."""
+        arriving (``basra.service.limits``); each piece of its response taken by the client
+        within the request deadline (else the call is let go: ``SendDeadline``). The body is
+        read first (every RPC takes one request message, so a client sends its whole body at
+        once), then replayed to connectrpc, which sees the messages the server delivered."""
         calls = self.calls
         client = scope.get("client")
         peer = client[0] if client else ""
+        started = False
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        exchange = _Exchange(receive)
+        bounded = self._send_deadline.bound(sending, exchange)
         if not calls.take(peer):
-            await self(scope, _refusing(_too_many_calls()), send)
+            self._refusals.inc()
+            with contextlib.suppress(ResponseStalledError):
+                await self(scope, _refusing(_too_many_calls()), bounded)
             return
         calls.http += 1
         try:
             try:
                 messages = await self.deadline.within(
-                    lambda: _body_messages(receive, self._max_bytes), peer
+                    lambda: _body_messages(exchange.receive, self._max_bytes), peer
                 )
             except PendingLimitError:
-                await self(scope, _refusing(_too_many_calls()), send)
+                self._refusals.inc()
+                await self(scope, _refusing(_too_many_calls()), bounded)
                 return
             except ServiceError as error:
-                await self(scope, _refusing(connect_error(error)), send)
+                await self(scope, _refusing(connect_error(error)), bounded)
                 return
-            replay = _replaying(messages, receive)
-            if not await self.serve_unary(scope, replay, send):
-                await self(scope, replay, send)
+            if exchange.gone:
+                return  # the client left before its request arrived: nobody to answer
+            exchange.replay(messages)
+            await self(scope, exchange.receive, bounded)
+        except ResponseStalledError:
+            pass  # counted by the send deadline; the stream is closed as the call returns
         finally:
             calls.http -= 1
             calls.give(peer)
+            if not started:
+                # A call that ends unanswered (its client left, or its connection failed and
+                # hypercorn cancelled it) gets a bare response start: hypercorn would otherwise
+                # answer it 500 itself and wait, for ever on a connection that is gone, to write
+                # that answer's end (its connection's task and memory never freed).
+                await send({"type": "http.response.start", "status": 499, "headers": []})
 
-    async def serve_unary(self, scope: Scope, receive: Receive, send: Send) -> bool:
-        """Serve ``scope`` if it is a plain Connect unary call (a POST of a unary RPC, binary or
-        JSON, identity or gzip, no timeout header) exactly as connectrpc would, the same bytes
-        on the wire; else answer False having read nothing, for connectrpc to serve it.
 
-        connectrpc's general path (any protocol, interceptors, a deadline scope and a task
-        watching for the client to leave) cost a fifth of a Connect Play's server CPU; a unary
-        call whose client leaves is not cancelled here (it runs to its end, bounded by the store
-        deadline, as a gRPC call's does once its request arrived)."""
-        target = self._unary.get(scope["path"])
-        if target is None or scope["method"] != "POST" or scope.get("root_path"):
-            return False
-        codec: _BinaryCodec | _JSONCodec | None = None
-        encoding = accept = b""
-        seen: set[bytes] = set()
-        metadata: list[tuple[str, str]] = []
-        try:
-            for key, value in scope["headers"]:
-                if key in _FAST_HEADERS:
-                    if key in seen:
-                        return False
-                    seen.add(key)
-                    if key == b"content-type":
-                        codec = _CONTENT_TYPES.get(bytes(value))
-                    elif key == b"content-encoding":
-                        encoding = value
-                    elif key == b"accept-encoding":
-                        accept = value
-                    elif key == b"connect-protocol-version":
-                        if value != b"1":
-                            return False
-                    else:  # connect-timeout-ms: connectrpc keeps the call's deadline
-                        return False
-                metadata.append((key.decode(), value.decode()))
-        except UnicodeDecodeError:
-            return False
-        request_compression = _COMPRESSIONS.get(encoding.decode("latin-1") or "identity")
-        if codec is None or request_compression is None:
-            return False
-        response_compression = _negotiated(accept.decode("latin-1"))
-        method, message_class = target
-        try:
-            body = await self._body(receive)
-            if body is None:
-                return True  # the client left before its request arrived: nobody to answer
-            if body:
-                body = decompress(request_compression, body, self._max_bytes)
-            request = decode_message(codec, body, message_class)
-        except ConnectError as error:
-            await _send_connect_error(send, error)
-            return True
-        client = scope.get("client")
-        peer = f"{client[0]}:{client[1]}" if client else ""
-        ended = asyncio.get_running_loop().create_future()
-        try:
-            response = await self._core.handle(method, request, Caller(metadata, peer, ended))
-        except ServiceError as error:
-            await _send_connect_error(send, connect_error(error))
-            return True
-        finally:
-            _settle(ended)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", _RESPONSE_TYPES[codec.name()]),
-                    (b"content-encoding", _ENCODING_NAMES[response_compression.name()]),
-                    (b"vary", b"Accept-Encoding"),
-                ],
-                "trailers": False,
-            }
-        )
-        await send(
-            {
-                "type": "http.response.body",
-                "body": response_compression.compress(codec.encode(response)),
-                "more_body": False,
-            }
-        )
-        return True
+class ResponseStalledError(Exception):
+    """A piece of a response waited longer than the send deadline for the client to take it."""
 
-    async def _body(self, receive: Receive) -> bytes | None:
-        """The request body, at most the largest message (else RESOURCE_EXHAUSTED, as
-        connectrpc answers); None when the client left first."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max_bytes:
-                raise message_too_large_error(self._max_bytes)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+@dataclass(frozen=True)
+class SendDeadline:
+    """How long a piece of a response may wait for the client to take it: a client that reads
+    nothing (its HTTP/2 flow-control window left shut) would otherwise hold its calls, and
+    their place in the call limit, for as long as it keeps its connection."""
+
+    seconds: float
+    stalls: Tally
+    """Calls let go because a piece of their response waited longer."""
+
+    def bound(self, send: Send, exchange: _Exchange) -> Send:
+        """``send``, each response body piece within ``seconds``; past it, and for every send
+        after, ResponseStalledError (the call ends, and hypercorn closes its stream). Once the
+        client has left (``exchange``), nothing is sent: hypercorn would wait for ever to write
+        to the closed connection."""
+        stalled = False
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal stalled
+            if stalled:
+                raise ResponseStalledError
+            if exchange.gone:
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            try:
+                async with asyncio.timeout(self.seconds):
+                    await send(message)
+            except TimeoutError:
+                stalled = True
+                self.stalls.inc()
+                raise ResponseStalledError from None
+
+        return sending
 
 
 def _too_many_calls() -> ConnectError:
@@ -415,14 +363,28 @@ async def _body_messages(receive: Receive, max_bytes: int) -> list[dict[str, Any
             return messages
 
 
-def _replaying(messages: list[dict[str, Any]], receive: Receive) -> Receive:
-    """``receive``, answering ``messages`` first."""
-    pending = deque(messages)
+class _Exchange:
+    """One call's receiving side: the server's messages, after those read ahead (``replay``);
+    whether the client has left (hypercorn said ``http.disconnect``)."""
 
-    async def replay() -> dict[str, Any]:
-        return pending.popleft() if pending else await receive()
+    __slots__ = ("_pending", "_receive", "gone")
 
-    return replay
+    def __init__(self, receive: Receive) -> None:
+        self._pending: deque[dict[str, Any]] = deque()
+        self._receive = receive
+        self.gone = False
+
+    def replay(self, messages: list[dict[str, Any]]) -> None:
+        """Answer ``messages`` (already read) first."""
+        self._pending.extend(messages)
+
+    async def receive(self) -> dict[str, Any]:
+        if self._pending:
+            return self._pending.popleft()
+        message = await self._receive()
+        if message["type"] == "http.disconnect":
+            self.gone = True
+        return message
 
 
 def _refusing(error: ConnectError) -> Receive:
@@ -435,50 +397,7 @@ def _refusing(error: ConnectError) -> Receive:
     return refuse
 
 
-_UNARY_CODECS: Final[dict[str, _BinaryCodec | _JSONCodec]] = {
-    "proto": _BinaryCodec(),
-    "json": _JSONCodec(),
-}
-_CONTENT_TYPES: Final = {f"application/{n}".encode(): c for n, c in _UNARY_CODECS.items()}
-_RESPONSE_TYPES: Final = {n: f"application/{n}".encode() for n in _UNARY_CODECS}
-_COMPRESSIONS: Final[dict[str, Compression]] = {
-    "gzip": GzipCompression(),
-    "identity": IdentityCompression(),
-}
-_ENCODING_NAMES: Final = {n: n.encode() for n in _COMPRESSIONS}
-_FAST_HEADERS: Final = frozenset(
-    {
-        b"content-type",
-        b"content-encoding",
-        b"accept-encoding",
-        b"connect-protocol-version",
-        b"connect-timeout-ms",
-    }
-)
-"""The headers ``serve_unary`` reads; each may appear once (else connectrpc serves the call)."""
-
-
-def _negotiated(accept_encoding: str) -> Compression:
-    """The response's compression: the first of Accept-Encoding's we have (connectrpc's rule)."""
-    for name in accept_encoding.split(","):
-        compression = _COMPRESSIONS.get(name.strip())
-        if compression is not None:
-            return compression
-    return _COMPRESSIONS["identity"]
-
-
-async def _send_connect_error(send: Send, error: ConnectError) -> None:
-    """A Connect unary error response, as connectrpc writes one."""
-    wire = ConnectWireError.from_exception(error)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": wire.to_http_status().code,
-            "headers": [(b"content-type", b"application/json")],
-            "trailers": False,
-        }
-    )
-    await send({"type": "http.response.body", "body": wire.to_json_bytes(), "more_body": False})
+_CODECS: Final = (_BinaryCodec(), _JSONCodec())
 
 
 _IDEMPOTENCY: Final = {
@@ -619,7 +538,7 @@ _CLOSE: Final = ((b"connection", b"close"),)
 
 def _framed_twice(scope: Scope) -> bool:
     """Whether a request carries both Content-Length and Transfer-Encoding."""
-    names = {bytes(key).lower() for key, _ in scope.get("headers", ())}
+    names = {key.lower() for key, _ in scope.get("headers", ())}
     return b"content-length" in names and b"transfer-encoding" in names
 
 
@@ -670,12 +589,23 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 def build_app(
-    core: Servicer, settings: Settings, readiness: Readiness, deadline: RequestDeadline
+    core: Servicer,
+    settings: Settings,
+    readiness: Readiness,
+    deadline: RequestDeadline,
+    metrics: Metrics,
 ) -> HttpApp:
     """The HTTP port's application over ``core``."""
     web_root = Path(settings.web_root) if settings.web_root else DEFAULT_WEB_ROOT
+    send_deadline = SendDeadline(settings.request_timeout_s, metrics.http_streams_stalled)
     return HttpApp(
-        connect=ConnectApp(core, settings.max_message_bytes, deadline),
+        connect=ConnectApp(
+            core,
+            settings.max_message_bytes,
+            deadline,
+            send_deadline,
+            metrics.http_streams_refused,
+        ),
         readiness=readiness,
         cors_origins=frozenset(settings.cors_origins),
         web_root=web_root.resolve() if web_root.is_dir() else None,
@@ -691,8 +621,7 @@ class HttpServer:
 
     port: int
     app: HttpApp
-    config: BudgetedConfig
-    sockets: Sockets
+    config: HypercornConfig
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
 
@@ -720,64 +649,65 @@ class HttpServer:
             await self._task
 
 
-async def start_http(app: HttpApp, settings: Settings, metrics: Metrics) -> HttpServer:
+def hypercorn_config(settings: Settings) -> HypercornConfig:
+    """hypercorn's configuration of the HTTP port: its shipped protections kept (a connection
+    closed after ``keep_alive_max_requests`` requests, against HTTP/2 Rapid Reset), with the
+    service's bounds on connections, headers and idleness."""
+    config = HypercornConfig()
+    config.accesslog = None  # never log request lines: their query strings may hold secrets
+    config.errorlog = log  # through the JSON formatter, which clips fields and redacts secrets
+    config.include_server_header = False
+    config.h2_max_concurrent_streams = settings.http_max_concurrent_streams
+    # A connection from which nothing arrives for this long is closed: hypercorn's idle timer
+    # covers HTTP/1.1 and HTTP/2 connections between calls, not one that never opened a stream.
+    config.read_timeout = math.ceil(settings.http_read_timeout_s)
+    # hypercorn listens with a backlog of 100: in a burst of connections (clients reconnecting
+    # at once, or a flood) those past it wait in the kernel unaccepted and are reset after its
+    # SYN-ACK retries. The kernel caps this at net.core.somaxconn, as on the gRPC port.
+    config.backlog = socket.SOMAXCONN
+    return config
+
+
+async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
     """Listen on ``settings.http_listen`` and serve ``app``; returns once listening."""
     assert settings.http_listen is not None
-    # The port's HTTP/2 streams, whatever their path: the calls the process serves less the
-    # gRPC port's, one connection's worth more (answered RESOURCE_EXHAUSTED by ConnectApp), then
-    # REFUSED_STREAM (http_h2.py).
-    budget = StreamBudget(
-        settings.max_concurrent_rpcs + settings.max_concurrent_streams,
-        refusals=metrics.http_streams_refused,
-        calls=app.connect.calls,
+    config = hypercorn_config(settings)
+    listening = _listen(settings.http_listen, config.backlog)
+    port = int(listening.getsockname()[1])
+    # hypercorn serves the socket by its descriptor (its public "fd://" bind), and closes it.
+    config.bind = [f"fd://{listening.detach()}"]
+    server = HttpServer(port, app, config)
+    server._task = asyncio.create_task(
+        serve(
+            # Our ASGI types are plain dicts, hypercorn's TypedDicts.
+            app,  # type: ignore[arg-type]
+            config,
+            shutdown_trigger=server._stopping.wait,
+            mode="asgi",
+        )
     )
-    # A response piece the client leaves unread past the request deadline resets its stream.
-    config = BudgetedConfig(
-        budget, SendDeadline(settings.request_timeout_s, metrics.http_streams_stalled)
-    )
-    config.bind = [settings.http_listen]
-    config.accesslog = None  # never log request lines: their query strings may hold secrets
-    config.errorlog = log
-    config.h2_max_concurrent_streams = settings.max_concurrent_streams
-    config.include_server_header = False
-    # hypercorn closes a connection after this many requests, cutting the HTTP/2 streams still
-    # in flight on it (clients saw broken pipes under load). Connections live on instead.
-    config.keep_alive_max_requests = sys.maxsize
-    # hypercorn listens with a backlog of 100: in a burst of connections (clients reconnecting
-    # at once, or a flood) those past it waited in the kernel unaccepted and were reset after its
-    # SYN-ACK retries (47 of 250 in the two-port flood). The kernel caps this at
-    # net.core.somaxconn, which is what gRPC's port uses.
-    config.backlog = socket.SOMAXCONN
-    sockets = _listen(config)
-    port = int(sockets.insecure_sockets[0].getsockname()[1])
-    server = HttpServer(port, app, config, sockets)
-    server._task = asyncio.create_task(_serve(app, config, sockets, server._stopping.wait))
     return server
 
 
-def _listen(config: HypercornConfig) -> Sockets:
-    """Bound and listening at once, so that connections made before hypercorn starts accepting
-    wait in the backlog instead of being refused."""
+def _listen(listen: str, backlog: int) -> socket.socket:
+    """A socket bound to ``listen`` (HOST:PORT, [IPv6]:PORT) and listening at once, so that
+    port 0 is known before hypercorn starts and connections made before it accepts wait in the
+    backlog instead of being refused."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
     try:
-        sockets = config.create_sockets()
-        for sock in sockets.insecure_sockets:
-            sock.listen(config.backlog)
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, ValueError) as exc:
+        raise OSError(f"cannot listen for HTTP on {listen}: {exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
     except OSError as exc:
-        raise OSError(f"cannot listen for HTTP on {config.bind[0]}: {exc.strerror}") from exc
-    return sockets
-
-
-async def _serve(
-    app: HttpApp, config: HypercornConfig, sockets: Sockets, stop: Callable[[], Awaitable[Any]]
-) -> None:
-    """hypercorn's asyncio serve, on sockets already bound (so port 0 is known beforehand), each
-    connection's writes coalesced (http_socket.py), HTTP/2 bodies sent at once (http_h2.py)."""
-    coalesce_writes()
-    send_bodies_directly()
-    await worker_serve(
-        # Our ASGI types are plain dicts, hypercorn's TypedDicts.
-        wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
-        config,
-        sockets=sockets,
-        shutdown_trigger=stop,
-    )
+        sock.close()
+        raise OSError(f"cannot listen for HTTP on {listen}: {exc.strerror}") from exc
+    sock.setblocking(False)
+    return sock

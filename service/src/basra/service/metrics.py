@@ -360,14 +360,14 @@ class Metrics:
             ),
             http_streams_refused=Tally(
                 "basra_http_streams_refused",
-                "HTTP/2 streams the HTTP port reset unprocessed (REFUSED_STREAM): its stream "
-                "budget was spent",
+                "HTTP port calls refused at once (RESOURCE_EXHAUSTED): the process's calls, an "
+                "address's, or the requests still arriving were at their limit",
                 registry=registry,
             ),
             http_streams_stalled=Tally(
                 "basra_http_streams_stalled",
-                "HTTP/2 streams the HTTP port reset (CANCEL) because a piece of their response "
-                "waited longer than the request deadline for the client to take it",
+                "HTTP port calls let go because a piece of their response waited longer than the "
+                "request deadline for the client to take it",
                 registry=registry,
             ),
             request_timeouts=Tally(

@@ -349,7 +349,7 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     if settings.http_listen is not None:
         try:
             running.http = await start_http(
-                build_app(core, settings, running.readiness, deadline), settings, metrics
+                build_app(core, settings, running.readiness, deadline, metrics), settings
             )
         except BaseException as exc:
             await running.stop(0)
