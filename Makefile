@@ -97,13 +97,15 @@ run: $(RUNTIME) $(ENGINE) ## set up and serve gRPC on localhost:50051, HTTP on l
 
 # import-linter keeps the components' boundaries and vulture finds dead code (both configured
 # in pyproject.toml).
-lint: $(STAMP) ## buf lint, buf breaking, ruff, import contracts, dead code
+lint: $(STAMP) ## buf lint, buf breaking, ruff, import contracts, dead code, declared dependencies
 	$(BIN)/buf lint
 	$(BIN)/buf breaking --against $(RELEASED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/vulture
+	@# Every import of each component is one of its declared dependencies (its pyproject.toml).
+	for component in $(COMPONENTS); do (cd $$component && $(CURDIR)/$(BIN)/deptry .) || exit 1; done
 
 typecheck: $(STAMP) ## mypy --strict
 	$(BIN)/mypy
