@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 
+from tests.bench.abuse_bench import abuse_figures
 from tests.bench.bot_bench import bot_figures
 from tests.bench.client_bench import client_figures
 from tests.bench.engine_bench import engine_figures
@@ -27,6 +28,8 @@ def main() -> None:
     figures.update(service_figures())
     print()
     figures.update(hardening_figures())
+    print()
+    figures.update(abuse_figures())
     print()
     figures.update(client_figures())
     print()
