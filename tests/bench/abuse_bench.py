@@ -262,7 +262,7 @@ def healthz(http_port: int) -> int:
         connection.close()
 
 
-def one_attack(tmp: Path, name: str, connections: int) -> dict[str, object]:
+def one_attack(tmp: Path, name: str, connections: int) -> dict[str, float | bool]:
     with server(tmp) as (process, port, http_port):
         honest_calls(port, http_port, 3)  # warm: the figures below are the attack's own
         base = rss_bytes(process.pid)
@@ -284,8 +284,8 @@ def one_attack(tmp: Path, name: str, connections: int) -> dict[str, object]:
         }
 
 
-def abuse_figures(connections: tuple[int, ...] = (250, 500)) -> dict[str, object]:
-    figures: dict[str, object] = {}
+def abuse_figures(connections: tuple[int, ...] = (250, 500)) -> dict[str, float | bool]:
+    figures: dict[str, float | bool] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for count in connections:
             for name in ATTACKS:
