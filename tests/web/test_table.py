@@ -1,8 +1,8 @@
 """The web table (web/) in a real browser: Debian's Chromium driven by playwright-core.
 
 Each test starts ``basra-engine serve`` as a person runs it (its own process, free ports, the
-session's real redis-server, the built table at / on the HTTP port) and runs one scenario of
-web/e2e/ with Node. A scenario can ask this side to act on the service (``REQUEST restart``);
+session's real redis-server, the built table at / on the HTTP port; its bots move at once and
+search briefly) and runs one scenario of web/e2e/ with Node. A scenario can ask this side to act on the service (``REQUEST restart``);
 it fails with the browser's own assertion message. Chromium, the npm packages and the built
 table are prerequisites that ``make test`` sets up; when one is missing the tests fail (never
 skip) and say so. Screenshots go to the test's temporary directory; ``make screenshot``
@@ -57,16 +57,17 @@ class Service:
     """``basra-engine serve`` in its own process on fixed free ports, so that it can be
     restarted where the pages expect it."""
 
-    def __init__(self, redis_url: str, log: Path) -> None:
+    def __init__(self, redis_url: str, log: Path, host: str = "127.0.0.1") -> None:
         self.grpc_port = free_port()
         self.http_port = free_port()
         self.redis_url = redis_url
         self.log = log
+        self.host = host
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"http://{self.host}:{self.http_port}"
 
     def start(self) -> None:
         with self.log.open("ab") as log:
@@ -77,7 +78,7 @@ class Service:
                     "--listen",
                     f"127.0.0.1:{self.grpc_port}",
                     "--http-listen",
-                    f"127.0.0.1:{self.http_port}",
+                    f"{self.host}:{self.http_port}",
                     "--redis-url",
                     self.redis_url,
                     "--metrics-port",
@@ -86,6 +87,12 @@ class Service:
                     str(DIST),
                     # Seeded matches make the scenarios that need a rare position certain.
                     "--allow-seeds",
+                    # The bots move as soon as it is their turn, and the strong bot's search
+                    # stops early: the scenarios wait for people, not for bots.
+                    "--bot-pace-seconds",
+                    "0",
+                    "--bot-strong-seconds",
+                    "0.05",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -217,8 +224,9 @@ def test_a_four_seat_partnership_hand_with_two_bots_and_an_invited_partner(
     service: Service, tmp_path: Path
 ) -> None:
     # Egyptian at four seats: partnerships (seats 0 and 2 against 1 and 3), the dealer sees the
-    # stock's bottom card, a rubber; the creator's page plays seats 1 and 3, a person seat 2.
-    match = {"RULES": "egyptian", "SEATS": "4", "OTHERS": "bot,person,bot", "SIDES": "2"}
+    # stock's bottom card, a rubber; the service's bots play seats 1 (random) and 3 (greedy), a
+    # person seat 2.
+    match = {"RULES": "egyptian", "SEATS": "4", "OTHERS": "random,person,greedy", "SIDES": "2"}
     match["OPTIONS"] = "rubber"
     output = scenario("rule-systems", service, tmp_path, **match)
     assert "egyptian for 4" in output
@@ -228,7 +236,7 @@ def test_a_four_seat_partnership_hand_with_two_bots_and_an_invited_partner(
 def test_a_three_seat_persian_hand_with_an_invited_person_and_a_bot(
     service: Service, tmp_path: Path
 ) -> None:
-    match = {"RULES": "persian", "SEATS": "3", "OTHERS": "person,bot", "SIDES": "3"}
+    match = {"RULES": "persian", "SEATS": "3", "OTHERS": "person,strong", "SIDES": "3"}
     output = scenario("rule-systems", service, tmp_path, **match)
     assert "persian for 3" in output
 

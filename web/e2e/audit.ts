@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Page } from "playwright-core";
-import { BASE_URL, launch, player, screenshot, seen, startMatch, waitPast } from "./table.js";
+import { BASE_URL, launch, myTurnOrSheet, nextHand, player, screenshot, startMatch, waitPast } from "./table.js";
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const WIDTHS = [360, 1280];
@@ -67,12 +67,8 @@ try {
   // seeded match below, where it is certain.
   for (let hand = 1; hand <= 3; hand++) {
     for (;;) {
-      await page.waitForFunction(() => {
-        const app = document.getElementById("app");
-        return app?.dataset["status"] !== "playing" || (app.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null);
-      });
-      const now = await seen(page);
-      if (now.status !== "playing") break;
+      const now = await myTurnOrSheet(page);
+      if (now.sheet || now.status === "match-over") break;
       if (!done.has("mid-hand") && now.hand.length <= 3) {
         problems.push(...(await everyLanguage(page, "table mid-hand")));
         done.add("mid-hand");
@@ -85,10 +81,8 @@ try {
       problems.push(...(await everyLanguage(page, "score sheet")));
       done.add("sheet");
     }
-    if ((await seen(page)).status === "match-over") break;
-    const { version } = await seen(page);
-    await page.click("#next-hand");
-    await waitPast(page, version);
+    if ((await page.locator("#new-match").count()) > 0) break;
+    await nextHand(page);
   }
   assert.ok(done.has("mid-hand") && done.has("sheet"), "the table and the sheet audited");
 

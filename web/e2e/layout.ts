@@ -5,7 +5,7 @@
 // and Persian.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, launch, player, seen, startMatch, waitPast } from "./table.js";
+import { BASE_URL, launch, myTurnOrSheet, player, startMatch, waitPast } from "./table.js";
 
 const MATCHES: readonly [string, number][] = [
   ["eram", 2], ["egyptian", 2], ["egyptian", 4], ["jordanian", 2], ["jordanian", 4], ["lobashev", 2],
@@ -57,16 +57,12 @@ try {
     await page.emulateMedia({ reducedMotion: "reduce" });
     await page.setViewportSize({ width: WIDTH, height: HEIGHT });
     await page.goto(BASE_URL);
-    await startMatch(page, { rules, seats, others: Array(seats - 1).fill("bot") });
+    await startMatch(page, { rules, seats, others: Array(seats - 1).fill("strong") });
     let turns = 0;
     let worst = 0;
     for (;;) {
-      await page.waitForFunction(() => {
-        const app = document.getElementById("app");
-        return app?.dataset["status"] !== "playing" || (app.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null);
-      });
-      const now = await seen(page);
-      if (now.status !== "playing") break;
+      const now = await myTurnOrSheet(page);
+      if (now.sheet) break;
       const where = `${rules} ${seats} seats (${locale}) turn ${turns + 1}`;
       assert.deepEqual(await problems(page), [], where);
       worst = Math.max(worst, await page.evaluate(() => document.querySelector(".hand")?.getBoundingClientRect().bottom ?? 0));

@@ -4,7 +4,7 @@
 // with reduced motion so that every card is where it lands and a moment shows still.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, launch, player, screenshot, seen, startMatch, waitPast } from "./table.js";
+import { BASE_URL, launch, myTurnOrSheet, nextHand, player, screenshot, startMatch, waitPast } from "./table.js";
 
 const taken = new Set<string>();
 async function picture(page: Page, name: string): Promise<void> {
@@ -15,12 +15,8 @@ async function picture(page: Page, name: string): Promise<void> {
 /** Plays my turns until the hand ends, taking the pictures of the moments on the way. */
 async function playHand(page: Page, prefix: string): Promise<void> {
   for (let turn = 0; ; turn++) {
-    await page.waitForFunction(() => {
-      const app = document.getElementById("app");
-      return app?.dataset["status"] !== "playing" || (app.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null);
-    });
-    const now = await seen(page);
-    if (now.status !== "playing") return;
+    const now = await myTurnOrSheet(page);
+    if (now.sheet) return;
     if (turn === 3 && !taken.has(`${prefix}-mid-hand`)) await picture(page, `${prefix}-mid-hand`);
     if (!taken.has("basra-moment") && (await page.locator('#moment[data-kind="basra"]').count()) > 0) await picture(page, "basra-moment");
     const chooser = page.locator('#hand button:not([data-plans="0"]):not([data-plans="1"])').first();
@@ -58,23 +54,21 @@ try {
       await picture(watcher.page, "spectator");
     }
     if (taken.has("basra-moment") && taken.has("capture-choice")) break;
-    if ((await seen(me.page)).status !== "hand-over") break;
-    const { version } = await seen(me.page);
-    await me.page.click("#next-hand");
-    await waitPast(me.page, version);
+    if ((await me.page.locator("#new-match").count()) > 0) break;
+    await nextHand(me.page);
   }
 
   const four = await player(browser, "en-US", 800);
   await four.page.emulateMedia({ reducedMotion: "reduce" });
   await four.page.goto(BASE_URL);
-  await startMatch(four.page, { rules: "egyptian", seats: 4, others: ["bot", "bot", "bot"] });
+  await startMatch(four.page, { rules: "egyptian", seats: 4, others: ["strong", "greedy", "random"] });
   await playHand(four.page, "table-4-seats");
 
   const arabic = await player(browser, "ar-EG", 360);
   await arabic.page.emulateMedia({ reducedMotion: "reduce" });
   await arabic.page.setViewportSize({ width: 360, height: 740 });
   await arabic.page.goto(BASE_URL);
-  await startMatch(arabic.page, { rules: "egyptian", seats: 4, others: ["bot", "bot", "bot"] });
+  await startMatch(arabic.page, { rules: "egyptian", seats: 4, others: ["strong", "strong", "strong"] });
   await arabic.page.waitForFunction(() => document.getElementById("app")?.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null);
   await picture(arabic.page, "arabic-360px");
 

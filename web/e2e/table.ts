@@ -66,6 +66,11 @@ export interface Seen {
   readonly backs: Record<number, number>;
   /** data-card of the stock's bottom card, when the page shows it. */
   readonly bottom: string;
+  /** data-card of every card element outside the public places (the hand, the floor, the last
+   * play, the bottom card): a page that drew another seat's card would show one here. */
+  readonly elsewhere: string[];
+  /** Whether a hand's score sheet is open (between hands, or until the player goes on). */
+  readonly sheet: boolean;
   readonly text: string;
 }
 
@@ -84,16 +89,23 @@ export async function seen(page: Page): Promise<Seen> {
       Array.from(document.querySelectorAll<HTMLElement>(".seat[data-seat]"), (e) => [Number(e.dataset["seat"]), e.querySelectorAll(".card.back").length]),
     ),
     bottom: document.querySelector<HTMLElement>("#bottom [data-card]")?.dataset["card"] ?? "",
+    elsewhere: Array.from(document.querySelectorAll<HTMLElement>("[data-card]"), (e) => e)
+      .filter((e) => e.closest("#hand, #floor, #last-play, #bottom") === null)
+      .map((e) => e.dataset["card"] ?? ""),
+    sheet: document.getElementById("sheet") !== null,
     text: document.body.innerText,
   }));
 }
 
+/** Who plays a seat: one of the service's bots at its level, or a person. */
+export type Who = "strong" | "greedy" | "random" | "person";
+
 /** Starts a match from the lobby: the rule system, the seat count, who plays each seat after
- * the first ("bot" or "person") and the options to tick ("rubber", "bottom-card-shown"); the
- * page sits at seat 0. */
+ * the first (the lobby's default, the strong bot, when not given) and the options to tick
+ * ("rubber", "bottom-card-shown"); the page sits at seat 0. */
 export async function startMatch(
   page: Page,
-  options: { rules?: string; seats?: number; others?: readonly ("bot" | "person")[]; ticked?: readonly string[] } = {},
+  options: { rules?: string; seats?: number; others?: readonly Who[]; ticked?: readonly string[] } = {},
 ): Promise<void> {
   await page.locator("#start:not([disabled])").waitFor();
   if (options.rules) await page.selectOption("#rules", options.rules);
@@ -109,11 +121,11 @@ export async function inviteLink(page: Page, seat: number): Promise<string> {
   return page.locator(`#invite-${seat}-link`).inputValue();
 }
 
-/** Every seat's token as the creator's page keeps them (its own, its bots', its invitations'). */
+/** The seat tokens of the people's seats as the creator's page keeps them (its own, its
+ * invitations'); the bots' seats have none. */
 export async function seatTokens(page: Page): Promise<{ matchId: string; tokens: Map<number, string> }> {
   const saved = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}"));
   const tokens = new Map<number, string>([[saved.me.seat, saved.me.token]]);
-  for (const bot of saved.bots ?? []) tokens.set(bot.seat, bot.token);
   for (const [seat, link] of Object.entries<string>(saved.invites ?? {})) {
     tokens.set(Number(seat), new URLSearchParams(new URL(link).hash.slice(1)).get("token") ?? "");
   }
@@ -149,6 +161,24 @@ export async function serverHands(matchId: string, tokens: Map<number, string>):
 export async function waitPast(page: Page, version: number): Promise<Seen> {
   await page.waitForFunction((v) => Number(document.getElementById("app")?.dataset["version"] ?? -1) > v, version);
   return seen(page);
+}
+
+/** Waits until it is this page's turn with its hand live, or a score sheet is open, or the match
+ * is over; returns what it shows. */
+export async function myTurnOrSheet(page: Page): Promise<Seen> {
+  await page.waitForFunction(() => {
+    const app = document.getElementById("app");
+    if (document.getElementById("sheet") !== null || app?.dataset["status"] === "match-over") return true;
+    return app?.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null;
+  });
+  return seen(page);
+}
+
+/** The score sheet's button: deals the next hand, or goes on to it when a bot (or another
+ * player) dealt it already; waits until the sheet is closed. */
+export async function nextHand(page: Page): Promise<void> {
+  await page.locator("#sheet #next-hand:not([disabled])").click();
+  await page.locator("#sheet").waitFor({ state: "detached" });
 }
 
 /** Waits until the page shows exactly `version`. */

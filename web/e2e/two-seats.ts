@@ -3,7 +3,7 @@
 // on the table, and neither page may ever hold a card of the other seat's hand.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, disjoint, inviteLink, launch, playFirst, player, screenshot, seen, startMatch, waitAt, waitPast, type Player, type Seen } from "./table.js";
+import { BASE_URL, disjoint, inviteLink, launch, nextHand, playFirst, player, screenshot, seen, startMatch, waitAt, waitPast, type Player, type Seen } from "./table.js";
 
 const browser = await launch();
 try {
@@ -45,7 +45,13 @@ try {
       assert.deepEqual(await sheet(a.page), await sheet(b.page));
       if (hands === 1) await screenshot(a.page, "two-seats-score-sheet");
       actor = hands % 2 ? b : a;
-      await actor.page.click("#next-hand");
+      await nextHand(actor.page);
+      // The other player's sheet stays open on the next hand until they go on to it.
+      const other = actor === a ? b : a;
+      const dealt = (await waitPast(actor.page, version)).version;
+      await waitAt(other.page, dealt);
+      assert.match(await other.page.locator("#next-hand").innerText(), /^Go on to hand \d+$/);
+      await nextHand(other.page);
     } else {
       actor = sa.turn === "you" ? a : b;
       if (plays === 5) await screenshot(actor.page, "two-seats-mid-hand");

@@ -22,8 +22,6 @@ export interface Seat extends Pass {
 /** Everything a reload needs to come back to the table. */
 export interface Saved {
   readonly me: Pass;
-  /** The seats this page plays for the bot. */
-  readonly bots?: readonly Seat[];
   /** The invitation link of each seat a person plays, by seat. */
   readonly invites?: Readonly<Record<number, string>>;
   /** The spectator link, once the service has given this seat its watch token. */

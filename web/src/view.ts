@@ -2,7 +2,7 @@
 // change (the table is small). Every card element carries data-card="10H"; the other seats' cards
 // are drawn face down and carry none, since this page never knows them. A spectator's page has
 // no hand at all.
-import { MatchStatus, type Card, type CardPlans, type CardPlayed, type MatchEvent, type MatchView, type Plan, type Rank, type Scoreboard } from "../gen/basra/v1/game_pb";
+import { BotLevel, MatchStatus, type Card, type CardPlans, type CardPlayed, type HandScore, type MatchEvent, type MatchView, type Plan, type Rank } from "../gen/basra/v1/game_pb";
 import { SeatingDirection, type RuleSystem } from "../gen/basra/v1/rules_pb";
 import { cardCode, isRed, rankIndex, suitSymbol } from "./cards";
 import { h } from "./dom";
@@ -17,18 +17,25 @@ export interface TableState {
   readonly plans: readonly CardPlans[] | undefined;
   /** The code of the card I chose, until I pick its plan. */
   readonly selected: string | undefined;
-  /** The scoreboard, once a hand is over. */
-  readonly scoreboard: Scoreboard | undefined;
+  /** The score sheet of the hand that just ended, while it is open (it stays open until the
+   * player goes on, even when a bot or another player has dealt the next hand meanwhile). */
+  readonly sheet: Sheet | undefined;
   /** The latest events, oldest first. */
   readonly events: readonly MatchEvent[];
-  /** The seats this page plays for the bot. */
-  readonly bots: ReadonlySet<number>;
   /** The invitation link of each seat a person plays, by seat. */
   readonly invites: Readonly<Record<number, string>>;
   readonly watchLink: string | undefined;
   readonly busy: boolean;
   /** A short moment over the felt (a basra, the end of a hand, a game or the match). */
   readonly moment: Moment | undefined;
+}
+
+/** A finished hand's score sheet: its scoring, the game totals after it, and whether the totals
+ * call for another hand (from the HandScored event, or from Score after a reload). */
+export interface Sheet {
+  readonly hand: HandScore | undefined;
+  readonly sideTotals: readonly number[];
+  readonly extraHand: boolean;
 }
 
 export interface Moment {
@@ -41,16 +48,29 @@ export interface TableActions {
    * shown (undefined: back to the hand). */
   choose(code: string | undefined): void;
   play(code: string, planId: number, trail: boolean): void;
+  /** Deals the next hand, or, when it is dealt already, closes the score sheet. */
   nextHand(): void;
   /** Leaves the table (after asking). */
   leave(): void;
   /** Back to the lobby once the match is over. */
   newMatch(): void;
-  copy(link: string): void;
+  /** Copies a link; `field` is the id of the text field that shows it. */
+  copy(link: string, field: string): void;
 }
 
-/** Who plays the other seats of a new match. */
-export type Player = "bot" | "person";
+/** Who plays the other seats of a new match: a person, or one of the service's bots at a level
+ * (BotLevel), the strongest first. */
+export const BOT_LEVELS = { strong: BotLevel.STRONG, greedy: BotLevel.GREEDY, random: BotLevel.RANDOM } as const;
+export type BotName = keyof typeof BOT_LEVELS;
+export type Player = BotName | "person";
+const PLAYERS: readonly Player[] = ["strong", "greedy", "random", "person"];
+const PLAYER_NAMES: Readonly<Record<Player, MessageId>> = { strong: "byStrong", greedy: "byGreedy", random: "byRandom", person: "byPerson" };
+/** A bot seat's label, by its level. */
+const BOT_LABELS: Readonly<Partial<Record<BotLevel, MessageId>>> = {
+  [BotLevel.STRONG]: "seatBotStrong",
+  [BotLevel.GREEDY]: "seatBotGreedy",
+  [BotLevel.RANDOM]: "seatBotRandom",
+};
 
 /** The new match the lobby's form describes. */
 export interface LobbyChoice {
@@ -110,13 +130,13 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
   const onRules = (event: Event) => {
     const next = systems?.find((candidate) => candidate.name === (event.target as HTMLSelectElement).value);
     const seats = next?.seatCounts[0]?.seats ?? 2;
-    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, () => "bot"), rubber: false, bottomCardShown: false });
+    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "strong"), rubber: false, bottomCardShown: false });
   };
   const onSeats = (event: Event) => {
     const seats = Number((event.target as HTMLSelectElement).value);
     // An option offered at one seat count only is dropped at another.
     const bottomCardShown = choice.bottomCardShown && (system?.seatCounts.find((count) => count.seats === seats)?.bottomCardShownOption ?? false);
-    actions.change({ ...choice, seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "bot"), bottomCardShown });
+    actions.change({ ...choice, seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "strong"), bottomCardShown });
   };
   const option = (id: string, label: string, checked: boolean, set: (checked: boolean) => LobbyChoice) =>
     h("p", { class: "field" },
@@ -124,7 +144,8 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
       h("label", { for: id }, label));
   const onPlayer = (at: number) => (event: Event) => {
     const others = [...choice.others];
-    others[at] = (event.target as HTMLSelectElement).value === "person" ? "person" : "bot";
+    const value = (event.target as HTMLSelectElement).value;
+    others[at] = PLAYERS.find((player) => player === value) ?? "strong";
     actions.change({ ...choice, others });
   };
   return h(
@@ -159,8 +180,7 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
         h("p", { class: "field" },
           h("label", { for: `seat-${at + 1}` }, t("seatChoice", { seat: at + 2 })),
           h("select", { id: `seat-${at + 1}`, "data-focus": `seat-${at + 1}`, disabled: busy, onchange: onPlayer(at) },
-            h("option", { value: "bot", selected: player === "bot" }, t("byBot")),
-            h("option", { value: "person", selected: player === "person" }, t("byPerson"))))),
+            PLAYERS.map((option) => h("option", { value: option, selected: player === option }, t(PLAYER_NAMES[option])))))),
       h("button", { type: "submit", id: "start", disabled: busy || !system }, t("start")),
     ),
     h("p", { class: "note" }, t("botNote")),
@@ -173,10 +193,12 @@ function mySeat(view: MatchView): number | undefined {
   return view.spectator ? undefined : view.seat;
 }
 
-/** How the table names a seat: "You", "Bot (seat 2)", "Player (seat 3)" (counted from 1). */
-function seatLabel(state: TableState, seat: number): string {
+/** How the table names a seat: "You", "Strong bot (seat 2)", "Player (seat 3)" (counted
+ * from 1). The view says which seats the service's bots play, and at what level. */
+export function seatLabel(state: TableState, seat: number): string {
   if (seat === mySeat(state.view)) return t("you");
-  return t(state.bots.has(seat) ? "seatBot" : "seatPlayer", { seat: seat + 1 });
+  const bot = BOT_LABELS[state.view.seats[seat]?.bot ?? BotLevel.UNSPECIFIED];
+  return t(bot ?? "seatPlayer", { seat: seat + 1 });
 }
 
 /** A side's seats, mine first: "You and Bot (seat 3)"; without partnerships, the seat's name. */
@@ -222,7 +244,8 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
   const direction = state.rules?.seatingDirection ?? SeatingDirection.UNSPECIFIED;
   // Every seat but mine sits around the felt (every seat, for a spectator: seat 0 at the bottom).
   const around = Array.from({ length: count }, (_, seat) => seat).filter((seat) => seat !== me);
-  const over = view.status !== MatchStatus.PLAYING;
+  // Between hands (or while the last hand's sheet is still open) the sheet takes the hand's place.
+  const between = view.status !== MatchStatus.PLAYING || state.sheet !== undefined;
 
   return h(
     "div",
@@ -244,9 +267,9 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
         : null,
       state.moment ? h("div", { id: "moment", class: "moment", "data-kind": state.moment.kind, "aria-hidden": "true" }, state.moment.text) : null,
     ),
-    me === undefined || over ? null : renderHand(state, myTurn, actions),
-    chosen?.card && myTurn ? renderPlans(chosen.card, chosen, state, actions) : null,
-    over && state.scoreboard ? renderSheet(state, state.scoreboard, actions) : null,
+    me === undefined || between ? null : renderHand(state, myTurn, actions),
+    chosen?.card && myTurn && !between ? renderPlans(chosen.card, chosen, state, actions) : null,
+    state.sheet ? renderSheet(state, state.sheet, actions) : null,
     renderScores(state),
     renderLog(state),
     Object.entries(state.invites).map(([seat, link]) =>
@@ -260,7 +283,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
 function standing(state: TableState, seat: number): HTMLElement {
   const side = state.view.sides[state.view.seats[seat]?.side ?? seat];
   const basras = side?.basras ?? 0;
-  return h("p", { class: "standing" },
+  return h("p", { class: "standing", "data-seat": seat },
     h("span", { class: "points" }, t("points", { count: side?.score ?? 0 })),
     " · ",
     h("span", { class: "pile" }, t("pile", { count: side?.capturedCount ?? 0 })),
@@ -465,10 +488,11 @@ function specialsText(rules: RuleSystem | undefined): string {
 }
 
 /** The last hand's score sheet, one column per side, as HandScored and Score report it; then
- * the next deal, or the match's result. */
-function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableActions): HTMLElement {
+ * the next deal (or, once a bot or another player has dealt it, a button to go on to it), or the
+ * match's result. */
+function renderSheet(state: TableState, sheet: Sheet, actions: TableActions): HTMLElement {
   const { view } = state;
-  const hand = scoreboard.hands.at(-1);
+  const { hand } = sheet;
   const sides = hand?.sides ?? [];
   const row = (label: string, value: (side: number) => number) =>
     h("tr", {}, h("th", { scope: "row" }, label), sides.map(({ side }) => h("td", {}, formatNumber(value(side)))));
@@ -476,8 +500,7 @@ function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableAc
   // "Majority (27 cards or more)", or where the most cards is the whole rule, just that.
   const threshold = state.rules?.majorityMinCards ?? 0;
   const majority = threshold > 1 ? t("sheetMajority", { count: threshold }) : t("sheetMajorityMost");
-  const winner = scoreboard.winnerSide;
-  const tie = view.status === MatchStatus.HAND_OVER && scoreboard.sideTotals.some((total) => total >= scoreboard.target);
+  const winner = view.status === MatchStatus.MATCH_OVER ? view.winnerSide : undefined;
   const specials = specialsText(state.rules);
   return h(
     "section",
@@ -495,22 +518,25 @@ function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableAc
               row(t("sheetBasras"), (side) => figure(side)?.basras ?? 0),
               row(t("sheetBasraPoints"), (side) => figure(side)?.basraPoints ?? 0),
               row(t("sheetHand"), (side) => figure(side)?.total ?? 0),
-              row(t("sheetMatch"), (side) => scoreboard.sideTotals[side] ?? 0))),
+              row(t("sheetMatch"), (side) => sheet.sideTotals[side] ?? 0))),
           // What the less obvious rows mean, in words.
           h("p", { class: "note", id: "sheet-carry-note" }, t("sheetCarryNote")),
           specials ? h("p", { class: "note", id: "sheet-specials-note" }, t("sheetSpecialsNote", { cards: specials })) : null,
         ]
       : null,
-    tie ? h("p", { id: "extra-hand" }, t("extraHand")) : null,
+    sheet.extraHand && winner === undefined ? h("p", { id: "extra-hand" }, t("extraHand")) : null,
     winner !== undefined
       ? [
           h("p", { id: "result", class: "result", role: "status" }, resultText(state, winner)),
           h("button", { type: "button", id: "new-match", onclick: actions.newMatch }, t("newMatch")),
         ]
       // Any seat deals the next hand (the deal is the same whoever asks); a spectator cannot.
-      : mySeat(view) === undefined
-        ? null
-        : h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", disabled: state.busy, onclick: actions.nextHand }, t("nextHand")),
+      // Once it is dealt (by a bot that deals it, or another player) the button goes on to it.
+      : view.status === MatchStatus.PLAYING
+        ? h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", onclick: actions.nextHand }, t("goOn", { hand: view.handNumber }))
+        : mySeat(view) === undefined
+          ? null
+          : h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", disabled: state.busy, onclick: actions.nextHand }, t("nextHand")),
   );
 }
 
@@ -582,7 +608,7 @@ function renderLink(id: string, label: string, link: string, actions: TableActio
     { class: "link" },
     h("label", { for: `${id}-link` }, label),
     h("input", { id: `${id}-link`, type: "text", dir: "ltr", readonly: true, value: link, onfocus: (event: Event) => (event.target as HTMLInputElement).select() }),
-    h("button", { type: "button", id: `copy-${id}`, onclick: () => actions.copy(link) }, t("copyLink")),
+    h("button", { type: "button", id: `copy-${id}`, onclick: () => actions.copy(link, `${id}-link`) }, t("copyLink")),
   );
 }
 
