@@ -645,6 +645,14 @@ class Servicer:
             record = await self._load(record.match_id)
         raise _access_kept_changing(record)
 
+    async def ClaimSeat(self, request: pb.ClaimSeatRequest, caller: Caller) -> pb.ClaimSeatResponse:
+        raise NotImplementedError("ClaimSeat is not served yet")
+
+    async def ReissueInvitation(
+        self, request: pb.ReissueInvitationRequest, caller: Caller
+    ) -> pb.ReissueInvitationResponse:
+        raise NotImplementedError("ReissueInvitation is not served yet")
+
     async def _seat_of_match(self, match_id: str, caller: Caller) -> tuple[str, MatchRecord, int]:
         """The caller's seat token, the match and the seat, for a call that needs a seat.
 
