@@ -2,17 +2,21 @@
 
 Each test starts ``basra-engine serve`` as a person runs it (its own process, free ports, the
 session's real redis-server, the built table at / on the HTTP port; its bots move at once and
-search briefly) and runs one scenario of web/e2e/ with Node. A scenario can ask this side to act on the service (``REQUEST restart``);
-it fails with the browser's own assertion message. Chromium, the npm packages and the built
-table are prerequisites that ``make test`` sets up; when one is missing the tests fail (never
-skip) and say so. Screenshots go to the test's temporary directory; ``make screenshot``
-rewrites web/screenshot.png, the one the README shows.
+search briefly) and runs one scenario of web/e2e/ with Node. A scenario can ask this side to
+act on the service (``REQUEST restart``); it fails with the browser's own assertion message.
+The invitation scenario reaches the service at this machine's network address, where the page
+is not a secure context. Chromium, the npm packages and the built table are prerequisites that
+``make test`` sets up; when one is missing the tests fail (never skip) and say so. Screenshots
+go to the test's temporary directory; ``make screenshot`` rewrites web/screenshot.png, the one
+the README shows.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -135,6 +139,38 @@ def service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
     served.stop()
 
 
+def network_address() -> str:
+    """This machine's IPv4 address on its network (not a loopback one): the address a friend's
+    browser on the same network would open. Read from the route the system would take to a
+    documentation address (a UDP connect sends nothing)."""
+    found = []
+    for target in ("192.0.2.1", "198.51.100.1", "10.255.255.254"):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            try:
+                probe.connect((target, 9))
+            except OSError:
+                continue
+            address = str(probe.getsockname()[0])
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+        found.append(address)
+    pytest.fail(
+        "The network test needs a non-loopback IPv4 address on this machine (`hostname -I`): "
+        f"found none (routes gave {found or 'nothing'})."
+    )
+
+
+@pytest.fixture
+def network_service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
+    """The service's HTTP port on this machine's network address, where a page is not a secure
+    context (Chromium trusts plain HTTP on localhost and 127.0.0.0/8 only)."""
+    prerequisites()
+    served = Service(redis_url, tmp_path / "serve.log", host=network_address())
+    served.start()
+    yield served
+    served.stop()
+
+
 def scenario(name: str, service: Service, screenshots: Path, **env: str) -> str:
     """Runs web/e2e/<name>.ts against the service and returns its output; fails with it."""
     output = []
@@ -194,6 +230,22 @@ def test_a_reload_mid_hand_resumes_the_table_against_the_bot(
     output = scenario("reload", service, tmp_path, README_SCREENSHOT=readme)
     assert "resumed at version" in output
     assert Path(readme).stat().st_size > 0
+
+
+def test_a_whole_match_against_the_strong_bot_with_its_captures_flying_to_the_piles(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("strong-bot", service, tmp_path)
+    assert "strong bot: " in output
+    assert (tmp_path / "strong-bot-result.png").stat().st_size > 0
+
+
+def test_an_invited_person_claims_a_seat_from_another_browser_over_plain_http_on_the_network(
+    network_service: Service, tmp_path: Path
+) -> None:
+    output = scenario("invitation", network_service, tmp_path)
+    assert "invitation: claimed at " in output
+    assert (tmp_path / "invitation-away.png").stat().st_size > 0
 
 
 def test_a_server_restart_mid_hand_loses_and_doubles_nothing(

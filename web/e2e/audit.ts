@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Page } from "playwright-core";
-import { BASE_URL, launch, myTurnOrSheet, nextHand, player, screenshot, startMatch, waitPast } from "./table.js";
+import { BASE_URL, launch, myTurnOrSheet, nextHand, playFirst, player, screenshot, startMatch, waitPast } from "./table.js";
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const WIDTHS = [360, 1280];
@@ -73,7 +73,7 @@ try {
         problems.push(...(await everyLanguage(page, "table mid-hand")));
         done.add("mid-hand");
       }
-      await page.locator("#hand button:not([disabled])").first().click();
+      await playFirst(page);
       await waitPast(page, now.version);
     }
     await page.locator("#sheet table").waitFor();

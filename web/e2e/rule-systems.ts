@@ -8,7 +8,7 @@
 // any other person's hand; no page holds a card anywhere but its hand and the public places (so
 // none of a bot's hand either, which no token can read).
 import assert from "node:assert/strict";
-import { BASE_URL, disjoint, inviteLink, launch, playFirst, player, screenshot, seatTokens, seen, serverHands, startMatch, waitAt, waitPast, type Player, type Who } from "./table.js";
+import { BASE_URL, claimSeat, disjoint, inviteLink, launch, playFirst, player, screenshot, seatToken, seen, serverHands, startMatch, storedTokens, waitAt, waitPast, type Player, type Who } from "./table.js";
 
 const rules = process.env["RULES"] ?? "eram";
 const seats = Number(process.env["SEATS"] ?? 2);
@@ -27,12 +27,19 @@ try {
   for (const [at, who] of others.entries()) {
     if (who !== "person") continue;
     const person = await player(browser);
-    await person.page.goto(await inviteLink(creator.page, at + 1));
-    await person.page.locator("#app[data-version]").waitFor();
+    await claimSeat(person.page, await inviteLink(creator.page, at + 1), `Player ${at + 2}`);
     people.set(at + 1, person);
   }
-  const { matchId, tokens } = await seatTokens(creator.page);
-  assert.equal(tokens.size, people.size, "a token for each person's seat, none for a bot's");
+  // Each person's page holds its own seat's token only, and no bot seat has one.
+  const tokens = new Map<number, string>();
+  let matchId = "";
+  for (const [seat, page] of people) {
+    const held = await seatToken(page.page);
+    assert.equal(held.seat, seat);
+    assert.deepEqual(await storedTokens(page.page), [held.token], `seat ${seat}'s page holds its own token only`);
+    tokens.set(seat, held.token);
+    matchId = held.matchId;
+  }
   // Each bot is labelled with its level on every person's page.
   const LABELS: Record<string, string> = { strong: "Strong bot", greedy: "Greedy bot", random: "Random bot" };
   for (const [at, who] of others.entries()) {

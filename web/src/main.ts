@@ -2,24 +2,27 @@
 //
 // The flow is the one the API guide describes. ListRules offers the rule systems; CreateMatch
 // creates the match under the one chosen, with the service's bots in the seats given to a bot
-// (CreateMatchRequest.bots, at the level chosen), and returns a token for each person's seat;
-// this page keeps its own seat's and hands each other person's on in an invitation link. The
-// page never plays a bot and never holds a bot seat's token (there is none): the service plays
-// its bots, and their plays arrive like anyone's. The page shows its seat's MatchView, asks
+// (CreateMatchRequest.bots, at the level chosen) and invitations for the other people's seats
+// (CreateMatchRequest.invitations): it returns this page's own seat's token and one invitation
+// per invited seat, which goes into a link. Whoever opens the link chooses a name and claims the
+// seat (ClaimSeat: once; a second claim is refused), and only their page gets its token. The
+// creator can give a seat a new invitation (ReissueInvitation: a lost player, a link sent to the
+// wrong person). The page never plays a bot and never holds another seat's token: the service
+// plays its bots, and their plays arrive like anyone's. The page shows its seat's MatchView, asks
 // ListPlans when it is its turn, and sends Play with the version it saw and a fresh request_id.
 // Every change anyone makes arrives through WatchMatch: on the last event of each version the
 // page fetches its view again (GetMatch), so the server stays the only judge of the rules.
 // CreateWatchToken gives the spectator link, whose page follows the same way with a read-only
 // token and the public view.
 import type { CardPlans, HandScored, MatchEvent, MatchView, Scoreboard } from "../gen/basra/v1/game_pb";
-import { BotLevel, MatchStatus } from "../gen/basra/v1/game_pb";
+import { BotLevel, MatchStatus, SeatClaim } from "../gen/basra/v1/game_pb";
 import type { RuleSystem } from "../gen/basra/v1/rules_pb";
 import { backoff, basraClient, errorMetadata, errorReason, isUnreachable, pause, requestId, ruleSystems, untilAnswered, type Basra } from "./api";
 import { cardCode } from "./cards";
 import { h } from "./dom";
 import { browserLanguage, isLanguage, isRightToLeft, LANGUAGES, numberingSystem, setLanguage, t, type Language, type MessageId } from "./i18n";
 import * as session from "./session";
-import { BOT_LEVELS, renderLobby, renderTable, resultText, seatLabel, sideLabel, type LobbyChoice, type Moment, type Sheet, type TableState } from "./view";
+import { BOT_LEVELS, isolate, renderClaim, renderLobby, renderTable, resultText, seatLabel, sideLabel, type LobbyChoice, type Moment, type Sheet, type TableState } from "./view";
 
 /** How many events the log keeps. */
 const LOG_LENGTH = 8;
@@ -42,8 +45,12 @@ const WORDED_REASONS: ReadonlySet<string> = new Set<MessageId>([
   "NOT_YOUR_TURN", "CARD_NOT_IN_HAND", "PLAN_REQUIRED", "UNKNOWN_PLAN", "CAPTURE_REQUIRED",
   "HAND_IN_PROGRESS", "HAND_OVER", "MATCH_OVER", "VERSION_MISMATCH", "MATCH_NOT_FOUND",
   "TOKEN_MISSING", "TOKEN_INVALID", "API_KEY_MISSING", "API_KEY_INVALID", "STORE_UNAVAILABLE",
-  "HISTORY_TRIMMED", "INTERNAL",
+  "HISTORY_TRIMMED", "INTERNAL", "INVITATION_CLAIMED", "INVITATION_INVALID", "SEAT_TOKEN_REVOKED",
+  "NOT_MATCH_CREATOR",
 ]);
+
+/** The longest display name the service takes, in characters (ClaimSeatRequest.display_name). */
+const NAME_MAX = 32;
 
 /** A readable sentence for any failure: the ErrorInfo reason when the service sent one. */
 function errorMessage(error: unknown): string {
@@ -52,6 +59,7 @@ function errorMessage(error: unknown): string {
   if (reason === "RATE_LIMITED") {
     return t("RATE_LIMITED", { count: Math.ceil(Number(errorMetadata(error, "retry_after_s") ?? 1)) });
   }
+  if (reason === "DISPLAY_NAME_INVALID") return t("DISPLAY_NAME_INVALID", { max: NAME_MAX });
   if (reason && WORDED_REASONS.has(reason)) return t(reason as MessageId);
   return t("unknownError", { detail: error instanceof Error ? error.message : String(error) });
 }
@@ -97,10 +105,14 @@ class Table {
   private drawn = -1n;
   /** The last play drawn ("hand:seat:card"): its captured cards fly to the pile once. */
   private drawnPlay = "";
+  /** Who is connected, by seat: from GetMatch's views and the stream's Presence messages (the
+   * views of changes leave SeatSummary.connected unset). */
+  private connected: (boolean | undefined)[] = [];
 
   constructor(private saved: session.Saved, view: MatchView, private readonly rules: RuleSystem | undefined) {
     this.me = basraClient(saved.me.token);
     this.view = view;
+    this.notePresence(view);
     // Back between hands (a reload, a link): the sheet of the hand that ended is open.
     if (view.status !== MatchStatus.PLAYING) this.sheetHand = view.handNumber;
   }
@@ -157,6 +169,7 @@ class Table {
       this.showMoment(this.view, view, ended);
     }
     this.view = view;
+    this.notePresence(view);
     if (changed) {
       this.plans = undefined;
       this.selected = undefined;
@@ -164,6 +177,34 @@ class Table {
     this.saved = { ...this.saved, version: Number(view.version) };
     session.save(this.saved);
     return changed;
+  }
+
+  /** Keeps what a view says of who is connected (GetMatch's views say it; others do not). */
+  private notePresence(view: MatchView): void {
+    view.seats.forEach((summary, seat) => {
+      if (summary.connected !== undefined) this.connected[seat] = summary.connected;
+    });
+  }
+
+  /** Gives a person's seat a new invitation: its old link stops working, and whoever claimed
+   * it loses the seat (asked first when someone holds it). */
+  private async reissue(seat: number): Promise<void> {
+    const summary = this.view.seats[seat];
+    if (summary?.claim !== SeatClaim.OPEN) {
+      const who = summary?.displayName ? isolate(summary.displayName) : t("seatPlayer", { seat: seat + 1 });
+      const sure = await confirmDialog("reissue", t("reissueQuestion", { seat: seat + 1, name: who }), t("reissueNo"), t("reissueYes"));
+      if (!sure) return;
+    }
+    await this.act(async () => {
+      // Not idempotent by design: a retry issues yet another invitation (and revokes the one a
+      // lost answer held), so the link shown is always the latest.
+      const answer = await untilAnswered(() => this.me.reissueInvitation({ matchId: this.matchId, seat }), () => this.reconnecting());
+      const code = answer.invitation?.code ?? "";
+      this.saved = { ...this.saved, invites: { ...this.saved.invites, [seat]: session.inviteLink({ matchId: this.matchId, seat, code }) } };
+      session.save(this.saved);
+      this.accept(answer.view);
+      showAlert(() => t("newInviteSent", { seat: seat + 1 }));
+    }, false);
   }
 
   /** A short moment over the felt when a view brings a basra (naming who made it), or ends a
@@ -270,14 +311,15 @@ class Table {
   }
 
   /** Runs one of my moves: errors become messages, races a quiet reload. True when the move was
-   * made, or lost a race to the same change (the table moved on without it). */
-  private async act(move: () => Promise<void>): Promise<boolean> {
+   * made, or lost a race to the same change (the table moved on without it). `quiet`: a success
+   * clears the message area (a move's own message stays otherwise). */
+  private async act(move: () => Promise<void>, quiet = true): Promise<boolean> {
     this.busy = true;
     this.render();
     let done = true;
     try {
       await move();
-      showAlert(undefined);
+      if (quiet) showAlert(undefined);
     } catch (error) {
       done = RACES.has(errorReason(error) ?? "");
       if (!done) showError(error);
@@ -298,7 +340,12 @@ class Table {
       try {
         // Back after a lost connection: the view first, which lifts the banner, then the events.
         if (alertText === RECONNECTING) await this.refresh();
-        for await (const { event } of this.me.watchMatch({ matchId: this.matchId, afterVersion: after }, { signal })) {
+        // presence: also a Presence message now and whenever a seat connects or disconnects.
+        for await (const { event, presence } of this.me.watchMatch({ matchId: this.matchId, afterVersion: after, presence: true }, { signal })) {
+          if (presence) {
+            this.connected = [...presence.connected];
+            this.render();
+          }
           if (!event) continue;
           attempt = 0;
           this.events = [...this.events, event].slice(-LOG_LENGTH);
@@ -320,6 +367,12 @@ class Table {
         if (errorReason(error) === "HISTORY_TRIMMED") {
           await this.refresh().catch(showError);
           after = this.view.version;
+        } else if (errorReason(error) === "SEAT_TOKEN_REVOKED" || (errorReason(error) === "TOKEN_INVALID" && !this.watching)) {
+          // The creator gave this seat a new invitation: this page's token no longer works (the
+          // stream ends with SEAT_TOKEN_REVOKED; a call made first gets TOKEN_INVALID).
+          leave();
+          showAlert(() => t("SEAT_TOKEN_REVOKED"));
+          return;
         } else if (isUnreachable(error)) {
           this.reconnecting();
         } else {
@@ -356,6 +409,7 @@ class Table {
       sheet: this.sheet(),
       events: this.events,
       invites: this.saved.invites ?? {},
+      connected: this.connected,
       watchLink: this.saved.watchLink,
       busy: this.busy,
       moment: this.moment,
@@ -378,9 +432,10 @@ class Table {
         choose: (code) => this.choose(code),
         play: (code, planId, trail) => void this.play(code, planId, trail),
         nextHand: () => void this.nextHand(),
-        leave: () => void confirmLeave(),
+        leave: () => void confirmLeave(this.view),
         newMatch: () => leave(),
         copy: (link, field) => void copyLink(link, field),
+        reissue: (seat) => void this.reissue(seat),
       }),
       this.view,
       moved,
@@ -509,13 +564,14 @@ function fly(leaving: readonly { code: string; rect: DOMRect; face: HTMLElement 
   });
 }
 
-/** Leaving forgets this tab's seat: a dialog asks first ("Stay" is the default). */
-async function confirmLeave(): Promise<void> {
-  const dialog = h("dialog", { id: "leave-dialog", "aria-labelledby": "leave-question" },
-    h("p", { id: "leave-question" }, t("leaveQuestion")),
+/** Asks a yes-or-no question in a modal dialog (#<id>-dialog; the safe answer, #<id>-cancel,
+ * is the default); true when the person confirms (#<id>-confirm). */
+async function confirmDialog(id: string, question: string, no: string, yes: string): Promise<boolean> {
+  const dialog = h("dialog", { id: `${id}-dialog`, "aria-labelledby": `${id}-question` },
+    h("p", { id: `${id}-question` }, question),
     h("form", { method: "dialog", class: "actions" },
-      h("button", { value: "stay", id: "leave-cancel", autofocus: true }, t("leaveNo")),
-      h("button", { value: "leave", id: "leave-confirm", class: "danger" }, t("leaveYes"))),
+      h("button", { value: "no", id: `${id}-cancel`, autofocus: true }, no),
+      h("button", { value: "yes", id: `${id}-confirm`, class: "danger" }, yes)),
   ) as HTMLDialogElement;
   document.body.append(dialog);
   const answer = await new Promise<string>((resolve) => {
@@ -523,12 +579,19 @@ async function confirmLeave(): Promise<void> {
     dialog.showModal();
   });
   dialog.remove();
-  if (answer === "leave") leave();
+  return answer === "yes";
+}
+
+/** Leaving forgets this tab's seat: a dialog asks first ("Stay" is the default). The creator's
+ * seat can never be given back; another person's, with a new invitation. */
+async function confirmLeave(view: MatchView): Promise<void> {
+  const creator = !view.spectator && view.seats[view.seat]?.claim === SeatClaim.CREATOR;
+  if (await confirmDialog("leave", t(creator ? "leaveQuestionCreator" : "leaveQuestion"), t("leaveNo"), t("leaveYes"))) leave();
 }
 
 /** The new match the lobby's form describes (kept while the page lives, so that a language
  * switch or a failed start keeps the choices). */
-let choice: LobbyChoice = { rules: "eram", seats: 2, others: ["strong"], rubber: false, bottomCardShown: false };
+let choice: LobbyChoice = { rules: "eram", seats: 2, others: ["strong"], rubber: false, bottomCardShown: false, name: "" };
 let systems: RuleSystem[] | undefined;
 
 /** A match is being created or joined: the lobby's Start waits, or the page would sit at two
@@ -537,11 +600,18 @@ let joining = false;
 
 function lobby(): void {
   table = undefined;
-  draw(renderLobby(systems, choice, { change: (next) => ((choice = next), lobby()), start: () => void start() }, joining));
+  invited = undefined;
+  // The name is typed without a redraw: the form's other changes keep the latest one.
+  const actions = {
+    change: (next: LobbyChoice) => ((choice = { ...next, name: choice.name }), lobby()),
+    rename: (name: string) => (choice = { ...choice, name }),
+    start: () => void start(),
+  };
+  draw(renderLobby(systems, choice, actions, joining));
   if (!systems) {
     ruleSystems().then((loaded) => {
       systems = loaded;
-      if (!table) lobby();
+      if (!table && !invited) lobby();
     }, showError);
   }
 }
@@ -554,22 +624,20 @@ async function start(): Promise<void> {
   lobby();
   const client = basraClient();
   // The request_id makes a retry return the same match. bots is indexed by seat: mine (0) is a
-  // person's, BOT_LEVEL_UNSPECIFIED, as is each invited person's.
+  // person's, BOT_LEVEL_UNSPECIFIED, as is each invited person's. invitations: the answer holds
+  // my seat's token only, and an invitation for each other person's seat.
   const options = { rubber: choice.rubber, bottomCardShown: choice.bottomCardShown };
   const bots = [BotLevel.UNSPECIFIED, ...choice.others.map((player) => (player === "person" ? BotLevel.UNSPECIFIED : BOT_LEVELS[player]))];
-  const request = { rules: choice.rules, seats: choice.seats, options, seat: 0, bots, requestId: requestId() };
+  const displayName = choice.name.trim();
+  const request = { rules: choice.rules, seats: choice.seats, options, seat: 0, bots, invitations: true, displayName, requestId: requestId() };
   try {
     const answer = await untilAnswered(() => client.createMatch(request), () => showAlert(RECONNECTING));
-    // A bot seat has no token: the tokens are read by their seat, never by position.
-    const seat = (seat: number): session.Seat => ({
-      matchId: answer.matchId,
-      seat,
-      token: answer.seatTokens.find((seatToken) => seatToken.seat === seat)?.token ?? "",
-    });
-    const people = choice.others.flatMap((player, at) => (player === "person" ? [seat(at + 1)] : []));
+    if (displayName) session.saveName(displayName);
+    // Read by seat, never by position.
+    const token = answer.seatTokens.find((seatToken) => seatToken.seat === 0)?.token ?? "";
     const saved: session.Saved = {
-      me: seat(0),
-      invites: Object.fromEntries(people.map((person) => [person.seat, session.inviteLink(person)])),
+      me: { matchId: answer.matchId, seat: 0, token },
+      invites: Object.fromEntries(answer.invitations.map(({ seat, code }) => [seat, session.inviteLink({ matchId: answer.matchId, seat, code })])),
       version: Number(answer.view?.version ?? 0),
     };
     session.save(saved);
@@ -606,6 +674,7 @@ async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
   }
   joining = false;
   if (!view) return lobby();
+  invited = undefined;
   table?.close();
   table = new Table(saved, view, rules);
   await table.open().catch(showError);
@@ -616,6 +685,62 @@ function leave(): void {
   session.forget();
   showAlert(undefined);
   lobby();
+}
+
+/** The invitation on screen, the name being typed on its form, and whether the claim is under
+ * way. */
+let invited: session.Invite | undefined;
+let claimName = "";
+let claiming = false;
+
+/** An invitation link opened: ask for a name, then claim the seat. */
+function claimPage(invite: session.Invite): void {
+  table = undefined;
+  invited = invite;
+  draw(renderClaim(invite, claimName, {
+    rename: (name) => (claimName = name),
+    claim: () => void claim(invite),
+    cancel: () => {
+      session.forgetInvite();
+      showAlert(undefined);
+      lobby();
+    },
+  }, claiming));
+}
+
+/** ClaimSeat: the invitation and the name for this seat's token, once. The request_id makes a
+ * retry after a lost answer get the same token instead of INVITATION_CLAIMED. A refused claim
+ * (the seat taken, the invitation replaced) says why and goes back to the lobby: the page gets
+ * no seat. A name the service refuses asks for another. */
+async function claim(invite: session.Invite): Promise<void> {
+  if (claiming) return;
+  claiming = true;
+  claimPage(invite);
+  const displayName = claimName.trim();
+  const request = { matchId: invite.matchId, invitation: invite.code, displayName, requestId: requestId() };
+  try {
+    const answer = await untilAnswered(() => basraClient().claimSeat(request), () => showAlert(RECONNECTING));
+    const seat = answer.seatToken?.seat ?? invite.seat;
+    const saved: session.Saved = { me: { matchId: invite.matchId, seat, token: answer.seatToken?.token ?? "" }, version: Number(answer.view?.version ?? 0) };
+    session.forgetInvite();
+    session.save(saved);
+    session.saveName(displayName);
+    claiming = false;
+    showAlert(undefined);
+    await sit(saved, answer.view);
+  } catch (error) {
+    claiming = false;
+    showError(error);
+    if (errorReason(error) === "DISPLAY_NAME_INVALID") {
+      claimPage(invite);
+      document.getElementById("name")?.focus();
+    } else if (!isUnreachable(error)) {
+      session.forgetInvite();
+      lobby();
+    } else {
+      claimPage(invite);
+    }
+  }
 }
 
 /** Copies a link to the clipboard. navigator.clipboard exists only in secure contexts (HTTPS,
@@ -647,7 +772,9 @@ function applyLanguage(lang: Language): void {
   (document.getElementById("language-label") as HTMLElement).textContent = t("language");
   languageSelect.value = lang;
   if (alertText) alertBox.textContent = alertText();
+  const invite = session.loadInvite();
   if (table) table.render();
+  else if (invite) claimPage(invite);
   else lobby();
 }
 
@@ -667,12 +794,36 @@ function main(): void {
   const chosen = session.savedLanguage();
   applyLanguage(isLanguage(chosen) ? chosen : browserLanguage());
 
-  // An invitation link seats its holder, a spectator link makes it a spectator (either replaces
-  // whatever this tab sat at before).
-  const pass = session.takeLink();
-  if (pass) session.save({ me: pass, version: 0 });
+  claimName = session.savedName();
+  choice = { ...choice, name: claimName };
+  openLink();
+  // A link pasted into the address bar of an open table changes only the fragment: the page
+  // does not load again, so it reads the new link itself.
+  addEventListener("hashchange", () => {
+    if (location.hash.length < 2) return;
+    table?.close();
+    table = undefined;
+    showAlert(undefined);
+    openLink();
+  });
+}
+
+/** Opens what the address's fragment carries, else what this tab sat at: an invitation link
+ * asks for a name and claims its seat, a spectator link makes its holder a spectator (either
+ * replaces whatever this tab sat at before). */
+function openLink(): void {
+  const link = session.takeLink();
+  if (link && "invite" in link) {
+    session.forget();
+    session.saveInvite(link.invite);
+  } else if (link) {
+    session.forgetInvite();
+    session.save({ me: link.pass, version: 0 });
+  }
+  const invite = session.loadInvite();
   const saved = session.load();
-  if (saved) void sit(saved);
+  if (invite) claimPage(invite);
+  else if (saved) void sit(saved);
   else lobby();
 }
 

@@ -2,10 +2,11 @@
 // change (the table is small). Every card element carries data-card="10H"; the other seats' cards
 // are drawn face down and carry none, since this page never knows them. A spectator's page has
 // no hand at all.
-import { BotLevel, MatchStatus, type Card, type CardPlans, type CardPlayed, type HandScore, type MatchEvent, type MatchView, type Plan, type Rank } from "../gen/basra/v1/game_pb";
+import { BotLevel, MatchStatus, SeatClaim, type Card, type CardPlans, type CardPlayed, type HandScore, type MatchEvent, type MatchView, type Plan, type Rank } from "../gen/basra/v1/game_pb";
 import { SeatingDirection, type RuleSystem } from "../gen/basra/v1/rules_pb";
 import { cardCode, isRed, rankIndex, suitSymbol } from "./cards";
 import { h } from "./dom";
+import type { Invite } from "./session";
 import { cardList, cardName, formatList, formatNumber, rulesText, t, type MessageId } from "./i18n";
 
 /** What the table shows. */
@@ -22,8 +23,11 @@ export interface TableState {
   readonly sheet: Sheet | undefined;
   /** The latest events, oldest first. */
   readonly events: readonly MatchEvent[];
-  /** The invitation link of each seat a person plays, by seat. */
+  /** The invitation link of each other person's seat, by seat (the creator's page only). */
   readonly invites: Readonly<Record<number, string>>;
+  /** Whether each seat has a WatchMatch stream open somewhere, by seat (undefined: not known
+   * yet), from GetMatch and the stream's Presence messages. */
+  readonly connected: readonly (boolean | undefined)[];
   readonly watchLink: string | undefined;
   readonly busy: boolean;
   /** A short moment over the felt (a basra, the end of a hand, a game or the match). */
@@ -56,6 +60,9 @@ export interface TableActions {
   newMatch(): void;
   /** Copies a link; `field` is the id of the text field that shows it. */
   copy(link: string, field: string): void;
+  /** Gives a person's seat a new invitation (the creator's page only; asks first when someone
+   * holds the seat). */
+  reissue(seat: number): void;
 }
 
 /** Who plays the other seats of a new match: a person, or one of the service's bots at a level
@@ -82,6 +89,8 @@ export interface LobbyChoice {
   readonly rubber: boolean;
   /** MatchOptions.bottom_card_shown, where the rule system offers it at that seat count. */
   readonly bottomCardShown: boolean;
+  /** The creator's display name (empty: none). */
+  readonly name: string;
 }
 
 /** A card face: its index and suit drawn as text, its name for screen readers. The accessible
@@ -120,6 +129,8 @@ function ruleName(system: RuleSystem): string {
 
 export interface LobbyActions {
   change(choice: LobbyChoice): void;
+  /** The name typed so far (kept without redrawing the lobby). */
+  rename(name: string): void;
   start(): void;
 }
 
@@ -130,7 +141,7 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
   const onRules = (event: Event) => {
     const next = systems?.find((candidate) => candidate.name === (event.target as HTMLSelectElement).value);
     const seats = next?.seatCounts[0]?.seats ?? 2;
-    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "strong"), rubber: false, bottomCardShown: false });
+    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "strong"), rubber: false, bottomCardShown: false, name: choice.name });
   };
   const onSeats = (event: Event) => {
     const seats = Number((event.target as HTMLSelectElement).value);
@@ -176,6 +187,7 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
         ? option("bottom-card-shown", t("bottomCardOption"), choice.bottomCardShown, (bottomCardShown) => ({ ...choice, bottomCardShown }))
         : null,
       h("p", {}, t("youSitFirst", { seat: 1 })),
+      nameField(choice.name, busy, actions.rename, false),
       choice.others.map((player, at) =>
         h("p", { class: "field" },
           h("label", { for: `seat-${at + 1}` }, t("seatChoice", { seat: at + 2 })),
@@ -188,17 +200,91 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
   );
 }
 
+/** The player's name: text typed as it is (the server trims it and checks it), written in its
+ * own direction (dir=auto). Optional for the creator, required to claim a seat. */
+function nameField(name: string, busy: boolean, rename: (name: string) => void, required: boolean): HTMLElement {
+  return h("p", { class: "field" },
+    h("label", { for: "name" }, t("nameLabel")),
+    h("input", {
+      id: "name", "data-focus": "name", type: "text", dir: "auto", autocomplete: "nickname", value: name,
+      required, disabled: busy, "aria-describedby": "name-note",
+      oninput: (event: Event) => rename((event.target as HTMLInputElement).value),
+    }),
+    h("span", { id: "name-note", class: "note" }, t(required ? "nameNoteRequired" : "nameNote")));
+}
+
+export interface ClaimActions {
+  rename(name: string): void;
+  claim(): void;
+  cancel(): void;
+}
+
+/** An invitation opened: the seat it offers, the name to sit down under, and Take the seat
+ * (ClaimSeat). */
+export function renderClaim(invite: Invite, name: string, actions: ClaimActions, busy: boolean): HTMLElement {
+  return h("section", { class: "claim lobby", id: "claim", "aria-labelledby": "claim-heading" },
+    h("h2", { id: "claim-heading" }, t("claimHeading")),
+    h("form", {
+        id: "claim-form",
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          actions.claim();
+        },
+      },
+      h("p", {}, t("claimIntro", { seat: invite.seat + 1 })),
+      nameField(name, busy, actions.rename, true),
+      h("p", { class: "actions" },
+        h("button", { type: "submit", id: "claim-seat", disabled: busy }, t("claimButton")),
+        h("button", { type: "button", id: "claim-cancel", class: "quiet", disabled: busy, onclick: actions.cancel }, t("claimCancel")))));
+}
+
 /** My seat, or undefined on a spectator's page. */
 function mySeat(view: MatchView): number | undefined {
   return view.spectator ? undefined : view.seat;
 }
 
-/** How the table names a seat: "You", "Strong bot (seat 2)", "Player (seat 3)" (counted
- * from 1). The view says which seats the service's bots play, and at what level. */
+/** A name a person chose, isolated from the sentence around it (FIRST STRONG ISOLATE … POP
+ * DIRECTIONAL ISOLATE, the plain-text <bdi>): a name written right to left cannot reorder an
+ * English sentence, nor a Latin name an Arabic one. Names always go into the page as text. */
+export function isolate(name: string): string {
+  return `\u2068${name}\u2069`;
+}
+
+/** How the table names a seat: "You", "Strong bot (seat 2)", the name its player chose, or
+ * "Player (seat 3)" (counted from 1). The view says which seats the service's bots play, at
+ * what level, and each person's display name. */
 export function seatLabel(state: TableState, seat: number): string {
   if (seat === mySeat(state.view)) return t("you");
-  const bot = BOT_LABELS[state.view.seats[seat]?.bot ?? BotLevel.UNSPECIFIED];
-  return t(bot ?? "seatPlayer", { seat: seat + 1 });
+  const summary = state.view.seats[seat];
+  const bot = BOT_LABELS[summary?.bot ?? BotLevel.UNSPECIFIED];
+  if (bot) return t(bot, { seat: seat + 1 });
+  if (summary?.displayName) return isolate(summary.displayName);
+  return t("seatPlayer", { seat: seat + 1 });
+}
+
+/** A seat's name as a heading's content: a person's name in its own <bdi> element. */
+function seatHeading(state: TableState, seat: number): Node | string {
+  const name = state.view.seats[seat]?.displayName;
+  return seat !== mySeat(state.view) && name ? h("bdi", {}, name) : seatLabel(state, seat);
+}
+
+/** Whether a person plays the seat (not one of the service's bots). */
+function isPerson(view: MatchView, seat: number): boolean {
+  return (view.seats[seat]?.bot ?? BotLevel.UNSPECIFIED) === BotLevel.UNSPECIFIED;
+}
+
+/** What a person's seat shows of its player: invited and not here yet, here, or away. */
+function presence(state: TableState, seat: number): HTMLElement | null {
+  if (!isPerson(state.view, seat)) return null;
+  if (state.view.seats[seat]?.claim === SeatClaim.OPEN) return h("span", { class: "badge presence open" }, t("presenceInvited"));
+  const connected = state.connected[seat];
+  if (connected === undefined) return null;
+  return h("span", { class: connected ? "badge presence here" : "badge presence away" }, t(connected ? "presenceHere" : "presenceAway"));
+}
+
+/** SeatClaim as the seat's data-claim attribute ("open", "claimed", "creator", "token"). */
+function claimName(claim: SeatClaim | undefined): string {
+  return claim === undefined || claim === SeatClaim.UNSPECIFIED ? "" : SeatClaim[claim].toLowerCase();
 }
 
 /** A side's seats, mine first: "You and Bot (seat 3)"; without partnerships, the seat's name. */
@@ -272,8 +358,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
     state.sheet ? renderSheet(state, state.sheet, actions) : null,
     renderScores(state),
     renderLog(state),
-    Object.entries(state.invites).map(([seat, link]) =>
-      renderLink(`invite-${seat}`, t("inviteLabel", { seat: Number(seat) + 1 }), link, actions)),
+    renderInvitations(state, actions),
     state.watchLink ? renderLink("watch", t("watchLabel"), state.watchLink, actions) : null,
     renderRules(state.rules),
   );
@@ -298,9 +383,19 @@ function renderSeat(state: TableState, seat: number, place: Place): HTMLElement 
   const me = mySeat(view);
   const partner = me !== undefined && seat !== me && view.seats[seat]?.side === view.side;
   const toPlay = view.status === MatchStatus.PLAYING && view.toPlay === seat;
-  return h("section", { class: ["seat", toPlay ? "to-play" : "", partner ? "partner" : ""].filter(Boolean).join(" "), "data-seat": seat, "data-place": place, "aria-labelledby": `seat-heading-${seat}` },
+  const connected = state.connected[seat];
+  return h("section", {
+      class: ["seat", toPlay ? "to-play" : "", partner ? "partner" : ""].filter(Boolean).join(" "),
+      "data-seat": seat,
+      "data-place": place,
+      // For tools and tests: how the seat is held, and whether its player is connected.
+      "data-claim": claimName(view.seats[seat]?.claim),
+      "data-connected": connected === undefined ? undefined : String(connected),
+      "aria-labelledby": `seat-heading-${seat}`,
+    },
     h("div", { class: "seat-head" },
-      h("h2", { id: `seat-heading-${seat}` }, seatLabel(state, seat)),
+      h("h2", { id: `seat-heading-${seat}` }, seatHeading(state, seat)),
+      presence(state, seat),
       partner ? h("span", { class: "badge partner" }, t("partner")) : null,
       seat === view.dealer ? h("span", { class: "badge" }, t("dealer")) : null,
       toPlay ? h("span", { class: "badge turn-badge" }, t("toPlay")) : null),
@@ -310,10 +405,11 @@ function renderSeat(state: TableState, seat: number, place: Place): HTMLElement 
   );
 }
 
-/** The last play, until the next one: who, the card, what it took (and a basra). */
+/** The last play, until the next one (the hand's last stays until the next deal): who, the card,
+ * what it took (and a basra). */
 function renderLastPlay(state: TableState): HTMLElement | null {
   const played = state.view.lastPlay;
-  if (!played?.card || state.view.status !== MatchStatus.PLAYING) return null;
+  if (!played?.card) return null;
   return h("section", { id: "last-play", class: played.basra ? "last-play basra" : "last-play", "data-seat": played.seat, "aria-labelledby": "last-play-heading" },
     h("h2", { id: "last-play-heading", class: "visually-hidden" }, t("lastPlay")),
     h("p", { class: "minis" },
@@ -584,6 +680,11 @@ export function describe(event: MatchEvent, state: TableState): string | undefin
       return t("gameEnded", { game: what.value.game, who: sideLabel(state, what.value.winnerSide) });
     case "matchEnded":
       return resultText(state, what.value.winnerSide);
+    case "seatChanged": {
+      const { seat, claim, displayName } = what.value;
+      if (claim === SeatClaim.OPEN) return t("seatReopened", { seat: seat + 1 });
+      return t("seatClaimed", { who: displayName ? isolate(displayName) : t("seatPlayer", { seat: seat + 1 }), seat: seat + 1 });
+    }
     default:
       return undefined;
   }
@@ -598,6 +699,33 @@ function renderLog(state: TableState): HTMLElement {
     // A polite live region: screen readers read the other seats' plays as they arrive.
     h("ol", { id: "log", "aria-live": "polite" }, lines.map((line) => h("li", {}, line))),
   );
+}
+
+/** The creator's list of the other people's seats: who has joined, the invitation link of each
+ * seat still open, and a button that gives a seat a new invitation (a lost player's, or a link
+ * sent to the wrong person). */
+function renderInvitations(state: TableState, actions: TableActions): HTMLElement | null {
+  const { view } = state;
+  const me = mySeat(view);
+  if (me === undefined || view.seats[me]?.claim !== SeatClaim.CREATOR) return null;
+  const seats = view.seats.map((_, seat) => seat).filter((seat) => seat !== me && isPerson(view, seat));
+  if (seats.length === 0) return null;
+  return h("section", { class: "invites", id: "invites", "aria-labelledby": "invites-heading" },
+    h("h2", { id: "invites-heading" }, t("invitesHeading")),
+    seats.map((seat) => {
+      const summary = view.seats[seat];
+      const open = summary?.claim === SeatClaim.OPEN;
+      const link = state.invites[seat];
+      const status = open
+        ? t("seatWaiting", { seat: seat + 1 })
+        : summary?.displayName
+          ? t("seatJoined", { seat: seat + 1, name: isolate(summary.displayName) })
+          : t("seatTaken", { seat: seat + 1 });
+      return h("div", { class: "invite", "data-seat": seat, "data-claim": claimName(summary?.claim) },
+        h("p", { class: "invite-status" }, status, " ", presence(state, seat)),
+        open && link ? renderLink(`invite-${seat}`, t("inviteLabel", { seat: seat + 1 }), link, actions) : null,
+        h("button", { type: "button", id: `reissue-${seat}`, class: "quiet", "data-focus": `reissue-${seat}`, disabled: state.busy, onclick: () => actions.reissue(seat) }, t("reissue", { seat: seat + 1 })));
+    }));
 }
 
 /** A link to hand on (an invitation, the spectator link), with a button to copy it. The link
