@@ -35,7 +35,7 @@ try {
   const link = await inviteLink(creator.page, 1);
   assert.match(new URL(link).hash, /^#match=[^&]+&seat=1&invite=[^&]+$/, "the link carries an invitation, not a token");
   assert.equal(new URL(link).host, new URL(BASE_URL).host);
-  await creator.page.locator('.seat[data-seat="1"][data-claim="open"]', { hasText: "Invited, not here yet" }).waitFor();
+  await creator.page.locator('.seat[data-seat="1"][data-claim="open"]', { hasText: "Invited" }).waitFor();
 
   // Copy: no clipboard here, so the link is selected and the page says to copy it.
   await creator.page.click("#copy-invite-1");
