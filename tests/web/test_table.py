@@ -225,11 +225,9 @@ def test_two_people_play_a_whole_match_and_never_see_each_others_cards(
 def test_a_reload_mid_hand_resumes_the_table_against_the_bot(
     service: Service, tmp_path: Path
 ) -> None:
-    # `make screenshot` sets README_SCREENSHOT to web/screenshot.png.
-    readme = os.environ.get("README_SCREENSHOT", str(tmp_path / "bot-plans.png"))
-    output = scenario("reload", service, tmp_path, README_SCREENSHOT=readme)
+    output = scenario("reload", service, tmp_path)
     assert "resumed at version" in output
-    assert Path(readme).stat().st_size > 0
+    assert (tmp_path / "bot-plans.png").stat().st_size > 0
 
 
 def test_a_whole_match_against_the_strong_bot_with_its_captures_flying_to_the_piles(
@@ -319,11 +317,15 @@ def test_lighthouse_scores_the_lobby_and_the_table_on_mobile(
 
 
 def test_the_pictures_of_the_table(service: Service, tmp_path: Path) -> None:
-    # `make screenshot` sets WEB_SCREENSHOTS to web/screenshots, the committed pictures.
+    # `make screenshot` sets WEB_SCREENSHOTS to web/screenshots, the committed pictures, and
+    # README_SCREENSHOT to web/screenshot.png, the README's (a capture choice).
     pictures = Path(os.environ.get("WEB_SCREENSHOTS", str(tmp_path)))
-    output = scenario("screenshots", service, pictures)
+    readme = os.environ.get("README_SCREENSHOT", str(tmp_path / "readme.png"))
+    output = scenario("screenshots", service, pictures, README_SCREENSHOT=readme)
     assert "pictures: " in output
     for name in ("lobby", "table-2-seats-mid-hand", "table-4-seats-mid-hand", "score-sheet"):
         assert (pictures / f"{name}.png").stat().st_size > 0
+    assert (pictures / "capture-choice.png").stat().st_size > 0
+    assert Path(readme).stat().st_size > 0
     assert (pictures / "spectator.png").stat().st_size > 0
     assert (pictures / "arabic-360px.png").stat().st_size > 0

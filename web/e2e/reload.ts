@@ -27,7 +27,7 @@ try {
 
   await showAPlan(page);
   const before = await seen(page);
-  await screenshot(page, "bot-plans", process.env["README_SCREENSHOT"]);
+  await screenshot(page, "bot-plans");
   await page.reload();
   const after = await myTurn(page);
   assert.equal(after.version, before.version, "the same version after the reload");
