@@ -244,3 +244,34 @@ def test_the_presence_ttl_must_exceed_the_renewal_interval() -> None:
     assert (
         Settings(store="embedded").presence_ttl_s > Settings(store="embedded").presence_interval_s
     )
+
+
+def test_a_renewal_of_more_matches_than_one_batch_renews_them_all(
+    start_server: Callable[..., ServerThread],
+    redis_url: str,
+    clock: HeldClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(presence, "BATCH", 2)
+    renewing = start_server(redis_url=redis_url, presence_interval_s=0.05, presence_ttl_s=15)
+    tables = [Table(renewing) for _ in range(5)]
+    streams = [table.watch(renewing, 1) for table in tables]
+    wait_until(lambda: all(t.connected(renewing)[1] for t in tables), what="every seat connects")
+    clock.advance(10)
+    store = redis.Redis.from_url(redis_url)
+    expiry = (clock.at + 15) * 1000
+
+    def renewed() -> bool:
+        for table in tables:
+            key = keys.presence_key(table.match_id)
+            marks = cast(list[tuple[bytes, float]], store.zrange(key, 0, -1, withscores=True))
+            if not any(score >= expiry for _, score in marks):
+                return False
+        return True
+
+    wait_until(renewed, what="a renewal in batches of two reaches every match")
+    clock.advance(10)
+    assert all(t.connected(renewing)[1] for t in tables)
+    for stream in streams:
+        stream.close()
+    store.close()
