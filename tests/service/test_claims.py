@@ -547,6 +547,46 @@ def test_a_retried_creation_answers_the_same_token_and_invitations(
     assert rejection.reason == "REQUEST_ID_REUSED"
 
 
+def test_a_creations_sealed_copy_holds_no_invited_seats_token(
+    server: ServerThread, store: redis.Redis
+) -> None:
+    """Whoever knows the creating request_id can have the creation answered again; the copy
+    that answers it holds what the creation handed out (the creator's token, the invitations),
+    never an invited seat's token."""
+    request_id = str(uuid.uuid4())
+    created = create(
+        server,
+        rules="egyptian",
+        seats=4,
+        bots=[PERSON, PERSON, GREEDY, PERSON],
+        request_id=request_id,
+    )
+    guest = claim(server, created.match_id, created.invitations[0].code).seat_token.token
+    record = stored_record(store, created.match_id)
+    creation = records.Creation.decode(record.creation)
+    assert creation is not None
+    # The seats not invited in seat order (the creator's, the bot's unused one), then the codes.
+    kept = auth.open_tokens(request_id, creation.sealed_tokens, 4)
+    assert kept[0] == auth.token_raw(created.seat_tokens[0].token)
+    assert kept[2:] == [auth.token_raw(i.code) for i in created.invitations]
+    assert auth.token_raw(guest) not in kept
+
+
+@pytest.mark.parametrize("invitations", [True, False])
+@pytest.mark.parametrize("creator", [0, 1, 3])
+def test_a_creations_seating_is_its_tables(invitations: bool, creator: int) -> None:
+    from basra.service.servicer import _creation_seating, _creation_table, _invited_seats
+
+    levels = bytes((0, 0, GREEDY, 0))
+    tokens = [auth.new_token()[0] for _ in range(4)]
+    invited = _invited_seats(4, levels, creator, invitations=invitations)
+    codes = [auth.new_token()[0] for _ in invited]
+    table = _creation_table(levels, creator, "Host", tokens, invited, codes)
+    assert records.seating(table, levels, 4) == _creation_seating(
+        levels, creator, "Host", invited, 4
+    )
+
+
 def test_invitations_and_tokens_are_stored_only_as_hashes_and_never_logged(
     server: ServerThread, store: redis.Redis
 ) -> None:

@@ -403,8 +403,10 @@ class Servicer:
             codes = [auth.new_token() for _ in invited]
             creation = b""
             if request_id:
-                secrets_made = [raw for _, raw in tokens] + [raw for _, raw in codes]
-                sealed = auth.seal_tokens(request_id, secrets_made)
+                # What the response hands out, and nothing more: an invited seat's token is for
+                # its claimant, never for a retry of the creation.
+                handed = [raw for s, (_, raw) in enumerate(tokens) if s not in invited]
+                sealed = auth.seal_tokens(request_id, handed + [raw for _, raw in codes])
                 creation = records.Creation(fingerprint, request.seat, sealed).encode()
             texts = [text for text, _ in tokens]
             invitation_codes = [text for text, _ in codes]
@@ -442,7 +444,7 @@ class Servicer:
                     request.seat,
                     levels,
                     watch_token,
-                    table,
+                    _creation_seating(levels, request.seat, name, invited, profile.seats),
                     dict(zip(invited, invitation_codes, strict=True)),
                 )
             if request_id:
@@ -483,17 +485,19 @@ class Servicer:
             raise _request_id_reused()
         stored = self._states.decode(record.state)
         try:
-            raw = auth.open_tokens(request_id, creation.sealed_tokens, stored.seats + len(invited))
+            # The tokens of the seats not invited, then the invitations: as many as seats.
+            raw = auth.open_tokens(request_id, creation.sealed_tokens, stored.seats)
         except ValueError:
             raise _request_id_reused() from None
         self._metrics.idempotent_replays.inc()
         # Version 1 is new_match(seed, profile) by construction: rebuild the original response.
         state, events = new_match(stored.seed, stored.profile)
-        tokens = [auth.token_text(secret) for secret in raw[: stored.seats]]
-        codes = [auth.token_text(secret) for secret in raw[stored.seats :]]
+        held = [s for s in range(stored.seats) if s not in invited]
+        tokens = [""] * stored.seats  # an invited seat's token is not kept for this
+        for seat, secret in zip(held, raw, strict=False):
+            tokens[seat] = auth.token_text(secret)
+        codes = [auth.token_text(secret) for secret in raw[len(held) :]]
         watch_token = await self._bots_watch_token(record, tokens)
-        # The table as the creation made it (sealing draws nothing: the same bytes again).
-        table = _creation_table(record.bots, creation.seat, name, tokens, invited, codes)
         return _creation_response(
             response_type,
             match_id,
@@ -503,7 +507,7 @@ class Servicer:
             creation.seat,
             record.bots,
             watch_token,
-            table,
+            _creation_seating(record.bots, creation.seat, name, invited, stored.seats),
             dict(zip(invited, codes, strict=True)),
         )
 
@@ -1150,7 +1154,7 @@ def _creation_response(
     seat: int,
     levels: bytes,
     watch_token: str,
-    table: bytes,
+    seating: records.Seating,
     invitations: Mapping[int, str],
 ) -> CreateResponse:
     """A creation's response: the tokens of the person seats not invited (a bot seat has
@@ -1164,7 +1168,6 @@ def _creation_response(
             if not (levels and levels[s]) and s not in invitations
         ],
     )
-    seating = records.seating(table, levels, state.seats)
     if invitations:
         assert isinstance(response, pb.CreateMatchResponse)
         response.invitations.extend(
@@ -1187,6 +1190,25 @@ def _invited_seats(seats: int, levels: bytes, creator: int, *, invitations: bool
     if not invitations:
         return []
     return [s for s in range(seats) if s != creator and not (levels and levels[s])]
+
+
+def _creation_seating(
+    levels: bytes, creator: int, name: str, invited: Sequence[int], seats: int
+) -> records.Seating:
+    """How a creation seats its match (``_creation_table``'s claims and names), secrets aside."""
+    claims = []
+    for seat in range(seats):
+        if levels and levels[seat]:
+            claims.append(records.CLAIM_NONE)
+        elif seat == creator:
+            claims.append(records.CLAIM_CREATOR)
+        else:
+            claims.append(records.CLAIM_OPEN if seat in invited else records.CLAIM_TOKEN)
+    names = tuple(
+        name if seat == creator and claim == records.CLAIM_CREATOR else ""
+        for seat, claim in enumerate(claims)
+    )
+    return records.Seating(tuple(claims), names)
 
 
 def _creation_table(
