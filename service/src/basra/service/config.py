@@ -305,7 +305,7 @@ class Settings:
         5.0,
         "BASRA_PRESENCE_INTERVAL_SECONDS",
         "seconds between two renewals of the presence of the seats whose WatchMatch streams "
-        "this replica serves (one Redis round trip per renewal for all of them)",
+        "this replica serves (one Redis round trip per 500 matches)",
     )
     presence_ttl_s: float = setting(
         15.0,

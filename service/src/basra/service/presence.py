@@ -2,13 +2,13 @@
 
 Stateless replicas share presence through the store: each replica marks the seats whose
 streams it serves as connected until a TTL ahead (``Settings.presence_ttl_s``) and renews
-every mark each interval (``Settings.presence_interval_s``), all of them in one store call (on
-Redis one pipeline: one script per match). A seat's first stream on the replica and its last
-one's end are sent at once, batched with whatever else changed meanwhile, so a seat connects
-and disconnects without waiting for the interval; a replica that stops without a goodbye
-leaves marks that expire within the TTL. Each store call answers the connected seats of every
-match it names, which is how the replica learns the other replicas' streams: within one
-interval.
+every mark each interval (``Settings.presence_interval_s``), in store calls of ``BATCH``
+matches (on Redis one pipeline each: one script per match). A seat's first stream on the
+replica and its last one's end are sent at once, batched with whatever else changed
+meanwhile, so a seat connects and disconnects without waiting for the interval; a replica
+that stops without a goodbye leaves marks that expire within the TTL. Each store call answers
+the connected seats of every match it names, which is how the replica learns the other
+replicas' streams: within one interval.
 
 The marks' expiries are instants of the replicas' own clocks (``now``, seconds since the
 epoch): replicas whose clocks disagree by more than a small part of the TTL would see each
@@ -30,6 +30,8 @@ from basra.service.store.base import Heartbeat
 log = logging.getLogger("basra.presence")
 _RETRY_S = 1.0
 """The pause after a failed store call before the next one (the marks outlive one miss)."""
+BATCH = 500
+"""Matches per store call of a renewal (on Redis, one pipeline of as many scripts)."""
 
 
 def now() -> float:
@@ -151,21 +153,25 @@ class Presence:
                 await asyncio.sleep(_RETRY_S)
 
     async def _send(self, matches: set[str]) -> None:
-        """Renew and unmark ``matches``' seats of this replica, and read their connected seats,
-        in one store call."""
-        gone = {m: self._gone.pop(m) for m in matches if m in self._gone}
-        beats = {
-            m: Heartbeat(tuple(self._seats.get(m, ())), tuple(gone.get(m, ()))) for m in matches
-        }
-        try:
-            found = await self._store.heartbeat(self.replica, beats, now(), self._ttl_s)
-        except BaseException:
-            for match_id, left in gone.items():
-                # Not unmarked: unless the seat is back meanwhile, try again.
-                back = self._seats.get(match_id, {})
-                self._gone.setdefault(match_id, set()).update(s for s in left if s not in back)
-            raise
-        for match_id, connected in found.items():
-            if match_id in self._readers and self._known.get(match_id) != connected:
-                self._known[match_id] = connected
-                self._changed(match_id, connected)
+        """Renew and unmark ``matches``' seats of this replica, and read their connected seats:
+        one store call per ``BATCH`` matches, so that building and reading one call never holds
+        the event loop for long, however many matches the replica serves."""
+        pending = sorted(matches)
+        while pending:
+            batch, pending = pending[:BATCH], pending[BATCH:]
+            gone = {m: self._gone.pop(m) for m in batch if m in self._gone}
+            beats = {
+                m: Heartbeat(tuple(self._seats.get(m, ())), tuple(gone.get(m, ()))) for m in batch
+            }
+            try:
+                found = await self._store.heartbeat(self.replica, beats, now(), self._ttl_s)
+            except BaseException:
+                for match_id, left in gone.items():
+                    # Not unmarked: unless the seat is back meanwhile, try again.
+                    back = self._seats.get(match_id, {})
+                    self._gone.setdefault(match_id, set()).update(s for s in left if s not in back)
+                raise
+            for match_id, connected in found.items():
+                if match_id in self._readers and self._known.get(match_id) != connected:
+                    self._known[match_id] = connected
+                    self._changed(match_id, connected)

@@ -248,17 +248,41 @@ def deal_command(seat: int) -> bytes:
     return DEAL + bytes((seat,))
 
 
-def seat_command(seat: int, revoked: bytes = b"") -> bytes:
-    """A seat's holder changed; ``revoked`` is the hash of the seat token it revoked (a
-    reissued invitation), which ends the WatchMatch streams opened with that token."""
-    return SEAT + bytes((seat,)) + revoked
+def seat_command(seat: int, before: SeatHolder, revoked: bytes = b"") -> bytes:
+    """A seat's holder changed from ``before`` (its claim and name, kept so that a response
+    given again can show the seats as they were: ``seating_before``); ``revoked`` is the hash
+    of the seat token the change revoked (a reissued invitation), which ends the WatchMatch
+    streams opened with that token.
+
+        command := "S" seat (u8) claim before (u8) name before (u8 length + UTF-8) revoked
+    """
+    name = before.name.encode()
+    return SEAT + bytes((seat, before.claim, len(name))) + name + revoked
+
+
+def _seat_parts(command: bytes) -> tuple[int, int, str, bytes]:
+    """(seat, claim before, name before, revoked token hash) of a SEAT command."""
+    seat, claim, length = command[1], command[2], command[3]
+    return seat, claim, command[4 : 4 + length].decode(), command[4 + length :]
 
 
 def revoked_by(command: bytes) -> tuple[int, bytes] | None:
     """(seat, hash of the seat token revoked) of a SEAT command that revoked one, else None."""
-    if command[:1] != SEAT or len(command) <= 2:
+    if command[:1] != SEAT:
         return None
-    return command[1], command[2:]
+    seat, _, _, revoked = _seat_parts(command)
+    return (seat, revoked) if revoked else None
+
+
+def seating_before(seating: Seating, commands: Sequence[bytes]) -> Seating:
+    """The seating as it was before ``commands`` (a version's commands, in order), from the
+    seating after them: each SEAT command undone, the last first."""
+    claims, names = list(seating.claims), list(seating.names)
+    for command in reversed(commands):
+        if command[:1] == SEAT:
+            seat, claim, name, _ = _seat_parts(command)
+            claims[seat], names[seat] = claim, name
+    return Seating(tuple(claims), tuple(names))
 
 
 def replay(entries: Sequence[tuple[int, bytes]], version: int) -> State | None:

@@ -403,8 +403,10 @@ class Servicer:
             codes = [auth.new_token() for _ in invited]
             creation = b""
             if request_id:
-                secrets_made = [raw for _, raw in tokens] + [raw for _, raw in codes]
-                sealed = auth.seal_tokens(request_id, secrets_made)
+                # What the response hands out, and nothing more: an invited seat's token is for
+                # its claimant, never for a retry of the creation.
+                handed = [raw for s, (_, raw) in enumerate(tokens) if s not in invited]
+                sealed = auth.seal_tokens(request_id, handed + [raw for _, raw in codes])
                 creation = records.Creation(fingerprint, request.seat, sealed).encode()
             texts = [text for text, _ in tokens]
             invitation_codes = [text for text, _ in codes]
@@ -442,7 +444,7 @@ class Servicer:
                     request.seat,
                     levels,
                     watch_token,
-                    table,
+                    _creation_seating(levels, request.seat, name, invited, profile.seats),
                     dict(zip(invited, invitation_codes, strict=True)),
                 )
             if request_id:
@@ -483,17 +485,19 @@ class Servicer:
             raise _request_id_reused()
         stored = self._states.decode(record.state)
         try:
-            raw = auth.open_tokens(request_id, creation.sealed_tokens, stored.seats + len(invited))
+            # The tokens of the seats not invited, then the invitations: as many as seats.
+            raw = auth.open_tokens(request_id, creation.sealed_tokens, stored.seats)
         except ValueError:
             raise _request_id_reused() from None
         self._metrics.idempotent_replays.inc()
         # Version 1 is new_match(seed, profile) by construction: rebuild the original response.
         state, events = new_match(stored.seed, stored.profile)
-        tokens = [auth.token_text(secret) for secret in raw[: stored.seats]]
-        codes = [auth.token_text(secret) for secret in raw[stored.seats :]]
+        held = [s for s in range(stored.seats) if s not in invited]
+        tokens = [""] * stored.seats  # an invited seat's token is not kept for this
+        for seat, secret in zip(held, raw, strict=False):
+            tokens[seat] = auth.token_text(secret)
+        codes = [auth.token_text(secret) for secret in raw[len(held) :]]
         watch_token = await self._bots_watch_token(record, tokens)
-        # The table as the creation made it (sealing draws nothing: the same bytes again).
-        table = _creation_table(record.bots, creation.seat, name, tokens, invited, codes)
         return _creation_response(
             response_type,
             match_id,
@@ -503,7 +507,7 @@ class Servicer:
             creation.seat,
             record.bots,
             watch_token,
-            table,
+            _creation_seating(record.bots, creation.seat, name, invited, stored.seats),
             dict(zip(invited, codes, strict=True)),
         )
 
@@ -738,7 +742,7 @@ class Servicer:
                 asked + fingerprint,
             )
             changed = record._replace(table=table.with_holder(seat, claimed).encode())
-            entry = _seat_entry(record.version + 1, seat, claimed)
+            entry = _seat_entry(record.version + 1, seat, holder, claimed)
             return (changed, entry), (seat, _unsealed(invitation, holder.sealed))
 
         record, (seat, token) = await self._seat_change(match_id, claim)
@@ -793,7 +797,7 @@ class Servicer:
                 requests=tuple(requests),
                 table=table.with_holder(target, holder).encode(),
             )
-            entry = _seat_entry(record.version + 1, target, holder, revoked)
+            entry = _seat_entry(record.version + 1, target, table.holders[target], holder, revoked)
             return (changed, entry), (caller_seat, code)
 
         record, (seat, code) = await self._seat_change(record.match_id, reissue, record)
@@ -959,8 +963,11 @@ class Servicer:
         self._notice(record)
         return record
 
-    async def _state_at(self, match_id: str, version: int) -> State:
-        """The match's state at ``version``, replayed from its event entries.
+    async def _history_at(
+        self, match_id: str, version: int, record: MatchRecord
+    ) -> tuple[State, records.Seating]:
+        """The match's state at ``version``, replayed from its event entries, and its seating
+        then (``record``'s, the seat changes committed since undone).
 
         Raises:
             ServiceError: OUT_OF_RANGE / HISTORY_TRIMMED when the entries from version 1 are no
@@ -969,7 +976,8 @@ class Servicer:
         page = await self._store.events(match_id, 0)
         if page.oldest_version is None:
             raise _not_found(match_id)
-        state = records.replay([(e.version, e.command) for e in page.entries], version)
+        entries = page.entries
+        state = records.replay([(e.version, e.command) for e in entries], version)
         if state is None:
             raise ServiceError(
                 Reason.HISTORY_TRIMMED,
@@ -977,7 +985,9 @@ class Servicer:
                 "given again: call GetMatch to see whether it was applied",
                 {"after_version": version, "oldest_version": page.oldest_version},
             )
-        return state
+        since = [e.command for e in entries if version < e.version <= record.version]
+        now = records.seating(record.table, record.bots, state.seats)
+        return state, records.seating_before(now, since)
 
     async def _read(self, match_id: str, caller: Caller) -> tuple[MatchRecord, int, State]:
         """The match, the caller's seat and the state, for a read-only call of a seat."""
@@ -1053,14 +1063,16 @@ class Servicer:
                         if previous.response is not None:  # a record from before versions
                             return response_type.FromString(previous.response)
                         # The same request on the state it ran on gives the original response.
-                        before = await self._state_at(match_id, previous.version - 1)
-                        return act(before, seat, previous.version, record)[0]
+                        before, then = await self._history_at(
+                            match_id, previous.version - 1, record
+                        )
+                        return act(before, seat, previous.version, record.bots, then)[0]
                 if expected is not None and expected != record.version:
                     raise _version_mismatch(expected, record.version)
                 version = record.version + 1
-                response, after, entry = act(
-                    self._states.decode(record.state), seat, version, record
-                )
+                state = self._states.decode(record.state)
+                seating = records.seating(record.table, record.bots, state.seats)
+                response, after, entry = act(state, seat, version, record.bots, seating)
             except (ServiceError, BasraError):
                 if record is not remembered:
                     raise
@@ -1142,7 +1154,7 @@ def _creation_response(
     seat: int,
     levels: bytes,
     watch_token: str,
-    table: bytes,
+    seating: records.Seating,
     invitations: Mapping[int, str],
 ) -> CreateResponse:
     """A creation's response: the tokens of the person seats not invited (a bot seat has
@@ -1156,7 +1168,6 @@ def _creation_response(
             if not (levels and levels[s]) and s not in invitations
         ],
     )
-    seating = records.seating(table, levels, state.seats)
     if invitations:
         assert isinstance(response, pb.CreateMatchResponse)
         response.invitations.extend(
@@ -1179,6 +1190,25 @@ def _invited_seats(seats: int, levels: bytes, creator: int, *, invitations: bool
     if not invitations:
         return []
     return [s for s in range(seats) if s != creator and not (levels and levels[s])]
+
+
+def _creation_seating(
+    levels: bytes, creator: int, name: str, invited: Sequence[int], seats: int
+) -> records.Seating:
+    """How a creation seats its match (``_creation_table``'s claims and names), secrets aside."""
+    claims = []
+    for seat in range(seats):
+        if levels and levels[seat]:
+            claims.append(records.CLAIM_NONE)
+        elif seat == creator:
+            claims.append(records.CLAIM_CREATOR)
+        else:
+            claims.append(records.CLAIM_OPEN if seat in invited else records.CLAIM_TOKEN)
+    names = tuple(
+        name if seat == creator and claim == records.CLAIM_CREATOR else ""
+        for seat, claim in enumerate(claims)
+    )
+    return records.Seating(tuple(claims), names)
 
 
 def _creation_table(
@@ -1214,8 +1244,9 @@ def _creation_table(
     return records.Table(creator, tuple(holders)).encode()
 
 
-Act = Callable[[State, int, int, MatchRecord], tuple[R, State, EventEntry]]
-"""A change: (state, seat, new version, the match's record) -> (response, state after, entry)."""
+Act = Callable[[State, int, int, bytes, records.Seating], tuple[R, State, EventEntry]]
+"""A change: (state, seat, new version, the seats' bot levels, the seating) -> (response, state
+after, entry)."""
 Engine = Callable[[str], contextlib.AbstractContextManager[Any]]
 """Spans the engine's work by name in a traced call (``Servicer._engine``)."""
 
@@ -1224,14 +1255,12 @@ def _deal_act(request: pb.DealRequest, engine: Engine) -> Act[pb.DealResponse]:
     """The next hand's deal, as ``seat`` asks it (``engine`` spans the engine's work)."""
 
     def act(
-        state: State, seat: int, version: int, record: MatchRecord
+        state: State, seat: int, version: int, levels: bytes, seating: records.Seating
     ) -> tuple[pb.DealResponse, State, EventEntry]:
         with engine("deal"):
             after, events = deal_next_hand(state)
         outcome = Outcome.of(version, after, events)
         response = pb.DealResponse(match_id=request.match_id, events=outcome.for_seat(seat))
-        levels = record.bots
-        seating = records.seating(record.table, levels, after.seats)
         convert.fill_view(response.view, after, seat, request.match_id, version, levels, seating)
         return response, after, outcome.entry(records.deal_command(seat))
 
@@ -1242,7 +1271,7 @@ def _play_act(request: pb.PlayRequest, card: Card, engine: Engine) -> Act[pb.Pla
     """``seat`` plays ``card`` as ``request`` says (``engine`` spans the engine's work)."""
 
     def act(
-        state: State, seat: int, version: int, record: MatchRecord
+        state: State, seat: int, version: int, levels: bytes, seating: records.Seating
     ) -> tuple[pb.PlayResponse, State, EventEntry]:
         play = Play(seat, card, request.plan_id or None, request.trail)
         with engine("apply"):
@@ -1254,8 +1283,6 @@ def _play_act(request: pb.PlayRequest, card: Card, engine: Engine) -> Act[pb.Pla
             played=outcome.public[0].card_played, events=outcome.for_seat(seat)
         )
         # Written into the response's own view: one given to the constructor is copied.
-        levels = record.bots
-        seating = records.seating(record.table, levels, after.seats)
         convert.fill_view(response.view, after, seat, request.match_id, version, levels, seating)
         for event in events:
             if isinstance(event, HandScored):
@@ -1412,14 +1439,17 @@ the event entry of its new version."""
 
 
 def _seat_entry(
-    version: int, seat: int, holder: records.SeatHolder, revoked: bytes = b""
+    version: int,
+    seat: int,
+    before: records.SeatHolder,
+    holder: records.SeatHolder,
+    revoked: bytes = b"",
 ) -> EventEntry:
-    """The event entry of a change of ``seat``'s holder to ``holder`` (``revoked``: the hash
-    of the seat token it revoked)."""
+    """The event entry of a change of ``seat``'s holder from ``before`` to ``holder``
+    (``revoked``: the hash of the seat token it revoked)."""
     event = convert.seat_changed_to_pb(version, seat, holder.claim, holder.name)
-    return EventEntry(
-        version, records.seat_command(seat, revoked), records.encode_events((event,)), ()
-    )
+    command = records.seat_command(seat, before, revoked)
+    return EventEntry(version, command, records.encode_events((event,)), ())
 
 
 def _unsealed(invitation: str, sealed: bytes) -> str:

@@ -247,6 +247,9 @@ class WatchStream:
                 watchers.presence.follow(match_id)
                 if (known := watchers.presence.known(match_id)) is not None:
                     followed.present(known)
+                else:
+                    # What the match's streams last heard may be old: wait for the read.
+                    followed.connected = followed.presence = None
         if seat is not None:
             watchers.presence.arrive(match_id, seat)
         self._epoch = 0
@@ -386,8 +389,10 @@ class WatchStream:
 
     def _presence_due(self) -> bool:
         """Whether the stream asked for presence messages and one it has not sent is known."""
-        sent = self._presence
-        return sent is not None and sent != self._followed.presence_reads
+        sent, followed = self._presence, self._followed
+        return (
+            sent is not None and sent != followed.presence_reads and followed.connected is not None
+        )
 
     def _check_access(self, access: WatchAccess | None) -> None:
         """End a spectator's stream whose watch token no longer works: the match's watch salt

@@ -4,9 +4,10 @@ One string instead of a hash keeps a match small: Redis stores a hash compactly 
 value is at most 64 bytes, and a state or a request record is larger. The version is a fixed
 8-byte prefix so the commit script can compare it with GETRANGE before replacing the string.
 
-    record := version (u64) seats (u8) token hashes (32 bytes each) then, each as u16 length +
-              bytes: state, creation, the request record of every seat, and (when the seats
-              byte has its high bit, 0x80, set) the seat table (service.records.Table); then,
+    record := version (u64) seats (u8: the seat count, 0 to 127, plus 0x80 when the record
+              holds a seat table) token hashes (32 bytes each) then, each as u16 length +
+              bytes: state, creation, the request record of every seat, and (with 0x80 in
+              the seats byte) the seat table (service.records.Table); then,
               for a match created by a server with CreateWatchToken but before
               RevokeWatchTokens, the watch token hash of every seat (32 bytes each); then, for
               a match with bot seats, the bots mark (u8, 0xB0) and every seat's BotLevel (u8
@@ -37,7 +38,9 @@ _WATCH_FORMAT: Final = 1
 _NO_HASH: Final = bytes(HASH_BYTES)
 _BOTS_MARK: Final = 0xB0
 _TABLE_FLAG: Final = 0x80
-"""Set in the seats byte of a record that holds a seat table (seats are 2..4, far below)."""
+"""Set in the seats byte of a record that holds a seat table (matches have 2 to 4 seats: the
+seat count keeps the byte's seven low bits)."""
+MAX_SEATS: Final = _TABLE_FLAG - 1
 
 
 def version_prefix(version: int) -> bytes:
@@ -48,6 +51,8 @@ def version_prefix(version: int) -> bytes:
 def encode_record(record: MatchRecord) -> bytes:
     """The record as one string."""
     seats = len(record.token_hashes)
+    if seats > MAX_SEATS:
+        raise ValueError(f"a record holds at most {MAX_SEATS} seats, not {seats}")
     flag = _TABLE_FLAG if record.table else 0
     parts = [_HEAD.pack(record.version, seats | flag), *record.token_hashes]
     tail = (record.table,) if record.table else ()
