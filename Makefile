@@ -91,9 +91,12 @@ $(ENGINE): $(TOOLS) $(ENGINE_SOURCES) engine/setup.py
 setup: $(STAMP) $(ENGINE) ## set up .venv (package, stubs, test and lint tools) and stop
 
 # Development only: the embedded store (asked for by name: production refuses to start without
-# a Redis URL) and no drain, so Ctrl-C returns at once.
-run: $(RUNTIME) $(ENGINE) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store)
-	$(BIN)/basra-engine serve --listen localhost:50051 --http-listen localhost:8080 --store embedded --drain-seconds 0
+# a Redis URL) and no drain, so Ctrl-C returns at once. RUN_HOST is the address both ports bind:
+# `make run RUN_HOST=0.0.0.0` lets other machines of the network in (README, "Friends on the same
+# network"); the metrics port stays on localhost.
+RUN_HOST ?= localhost
+run: $(RUNTIME) $(ENGINE) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store; RUN_HOST=0.0.0.0 for the network)
+	$(BIN)/basra-engine serve --listen $(RUN_HOST):50051 --http-listen $(RUN_HOST):8080 --metrics-host localhost --store embedded --drain-seconds 0
 
 # import-linter keeps the components' boundaries and vulture finds dead code (both configured
 # in pyproject.toml).
@@ -173,7 +176,7 @@ chromium: ## install Debian's chromium when missing
 
 screenshot: $(STAMP) redis-server chromium $(WEB_DIST) ## rewrite web/screenshot.png (the README's) and web/screenshots/
 	README_SCREENSHOT=$(CURDIR)/$(WEB)/screenshot.png WEB_SCREENSHOTS=$(CURDIR)/$(WEB)/screenshots \
-	  $(BIN)/pytest -q tests/web -k "reload or pictures"
+	  $(BIN)/pytest -q tests/web -k pictures
 
 clean-web: ## remove the web table's packages, stubs and build
 	rm -rf $(WEB)/node_modules $(WEB)/gen $(WEB)/dist

@@ -41,12 +41,14 @@ def wait_until(condition: Callable[[], object], timeout: float = 10, what: str =
 
 
 class StreamReader:
-    """A WatchMatch stream read in a thread of its own: the events it sent, and how it ended
-    (``ended``: by itself; ``error``: with a status)."""
+    """A WatchMatch stream read in a thread of its own: the events it sent (and the presence
+    messages, apart), and how it ended (``ended``: by itself; ``error``: with a status)."""
 
     def __init__(self, call: Any) -> None:
         self.call = call
         self.events: list[Any] = []
+        self.presences: list[list[bool]] = []
+        """The Presence messages of a stream that asked for them, each as its list."""
         self.error: grpc.RpcError | None = None
         self.ended = False
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -55,7 +57,10 @@ class StreamReader:
     def _read(self) -> None:
         try:
             for response in self.call:
-                self.events.append(response.event)
+                if response.HasField("presence"):
+                    self.presences.append(list(response.presence.connected))
+                else:
+                    self.events.append(response.event)
             self.ended = True
         except grpc.RpcError as error:
             self.error = error

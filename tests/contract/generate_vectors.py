@@ -88,6 +88,8 @@ class Recorder:
             self._learn(outcome.response)
         if rpc in ("CreateWatchToken", "RevokeWatchTokens") and outcome.response:
             self._learn_watch_token(outcome.response["watchToken"], seat)
+        if outcome.response:
+            self._learn_seats(rpc, outcome.response)
         step["expect"] = self._expectation(rpc, outcome, keep)
         problems = self.session.check(step, outcome)
         assert not problems, problems
@@ -110,18 +112,39 @@ class Recorder:
     def _learn_watch_token(self, token: str, seat: int | None) -> None:
         """Seat 0's first watch token is {{token:watch0}}, a newer one (after a revocation)
         {{token:watch0-2}}, and so on."""
-        if token in self.secrets:
+        self._learn_secret(token, f"watch{seat}")
+
+    def _learn_seats(self, rpc: str, response: Json) -> None:
+        """Invitations and claimed seat tokens become placeholders: seat 1's invitation is
+        {{token:invitation1}} (a reissued one {{token:invitation1-2}}), the token its claim
+        answers {{token:1}} (after a reissue and a new claim, {{token:1-2}})."""
+        invitations = response.get("invitations", []) if rpc == "CreateMatch" else []
+        if rpc == "ReissueInvitation":
+            invitations = [response["invitation"]]
+        for invitation in invitations:
+            self._learn_secret(invitation["code"], f"invitation{invitation.get('seat', 0)}")
+        if rpc == "ClaimSeat":
+            claimed = response["seatToken"]
+            self._learn_secret(claimed["token"], str(claimed.get("seat", 0)))
+
+    def _learn_secret(self, value: str, base: str) -> None:
+        """``value`` is {{token:<base>}}, or the next generation not taken yet."""
+        if value in self.secrets:
             return
         names = set(self.secrets.values())
-        name, generation = f"{{{{token:watch{seat}}}}}", 1
+        name, generation = f"{{{{token:{base}}}}}", 1
         while name in names:
             generation += 1
-            name = f"{{{{token:watch{seat}-{generation}}}}}"
-        self.secrets[token] = name
+            name = f"{{{{token:{base}-{generation}}}}}"
+        self.secrets[value] = name
 
     def _abstract(self, value: Json) -> Json:
         if isinstance(value, dict):
-            return {k: self._abstract(v) for k, v in value.items()}
+            return {
+                # Presence: whether a stream of the seat is open right now (golden's docstring).
+                k: "{{presence}}" if k == "connected" else self._abstract(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [self._abstract(v) for v in value]
         if isinstance(value, str):
@@ -730,6 +753,105 @@ def partnership_match(rec: Recorder) -> None:
             to_end=True,
             note="the last play, the floor, the scoring and the end; then the stream ends",
         )
+
+
+@scenario(
+    {"store": "redis", "settings": SEEDED},
+    "Invitations claimed once (egyptian, 4 seats, seat 2 a greedy bot that never gets its turn "
+    "here): CreateMatch with invitations gives the creator its own token and an invitation per "
+    "other person seat, none for the bot; ClaimSeat exchanges one for its seat's token once (its "
+    "retry with the same request_id answers the same token; INVITATION_CLAIMED, "
+    "REQUEST_ID_REUSED, DISPLAY_NAME_INVALID, INVITATION_INVALID); ReissueInvitation by the "
+    "creator revokes the claimant's token (NOT_MATCH_CREATOR for another seat, INVALID_ARGUMENT "
+    "for the bot); every seat's view shows the names and claims, each change a SeatChanged "
+    "version on the stream. `connected` is presence, checked by type only.",
+)
+def invitations(rec: Recorder) -> None:
+    mid = "{{match_id}}"
+    person, greedy = "BOT_LEVEL_UNSPECIFIED", "BOT_LEVEL_GREEDY"
+    created = rec.create_match(
+        "egyptian",
+        4,
+        31,
+        bots=[person, person, greedy, person],
+        invitations=True,
+        displayName="  Host ",
+        note="the creator's token, invitations for seats 1 and 3; the name trimmed",
+    )
+    assert created.view.to_play != 2, "the bot must not be first to play: pick another seed"
+    assert [i.seat for i in created.invitations] == [1, 3]
+    claim: Json = {
+        "matchId": mid,
+        "invitation": "{{token:invitation1}}",
+        "displayName": "Le\u00efla",
+        "requestId": "{{request_id:claim1}}",
+    }
+    rec.call("ClaimSeat", claim, note="no token needed: the invitation is the credential")
+    rec.call("ClaimSeat", claim, note="the same claim again: the same token, no new version")
+    rec.reject(
+        "ClaimSeat",
+        {**claim, "displayName": "Mallory", "requestId": "{{request_id:mallory}}"},
+        "INVITATION_CLAIMED",
+        note="someone else with the same invitation",
+    )
+    rec.reject(
+        "ClaimSeat",
+        {**claim, "displayName": "Other"},
+        "REQUEST_ID_REUSED",
+        note="the claim's request_id with another name is no retry",
+    )
+    seat3: Json = {"matchId": mid, "invitation": "{{token:invitation3}}"}
+    rec.reject(
+        "ClaimSeat",
+        {**seat3, "displayName": "evil\u202egnp"},
+        "DISPLAY_NAME_INVALID",
+        note="a right-to-left override",
+    )
+    rec.reject("ClaimSeat", {**seat3, "displayName": "   "}, "DISPLAY_NAME_INVALID", note="blank")
+    rec.reject(
+        "ClaimSeat",
+        {"matchId": mid, "invitation": "C" * 43, "displayName": "Eve"},
+        "INVITATION_INVALID",
+    )
+    rec.reject(
+        "ReissueInvitation",
+        {"matchId": mid, "seat": 3},
+        "NOT_MATCH_CREATOR",
+        seat=1,
+        note="only the creator's seat reissues",
+    )
+    rec.reject(
+        "ReissueInvitation", {"matchId": mid, "seat": 2}, "INVALID_ARGUMENT", seat=0, note="a bot"
+    )
+    rec.call(
+        "ReissueInvitation",
+        {"matchId": mid, "seat": 1},
+        seat=0,
+        note="seat 1 open again; its claimant's token revoked",
+    )
+    rec.reject("GetMatch", {"matchId": mid}, "TOKEN_INVALID", seat=1, note="the revoked token")
+    rec.reject("ClaimSeat", claim, "INVITATION_INVALID", note="the replaced invitation")
+    rec.call(
+        "ClaimSeat",
+        {"matchId": mid, "invitation": "{{token:invitation1-2}}", "displayName": "Sam"},
+        note="the new invitation",
+    )
+    arabic = "\u0633\u0627\u0631\u0627"
+    rec.call("ClaimSeat", {**seat3, "displayName": arabic}, note="a name written right to left")
+    rec.call("GetMatch", {"matchId": mid}, seat=0, note="every seat's name and claim")
+    rec.call(
+        "GetMatch",
+        {"matchId": mid},
+        seat=3,
+        note="the claimant sees its own hand only",
+    )
+    rec.call(
+        "WatchMatch",
+        {"matchId": mid, "afterVersion": "1"},
+        seat=0,
+        take=4,
+        note="each claim and the reissue: a SeatChanged event of its own version",
+    )
 
 
 # -- Running ----------------------------------------------------------------------------------

@@ -26,7 +26,9 @@ Values that no seed decides are placeholders, whole JSON strings ``{{kind}}`` or
 random id per replay (the same name gives the same id within a replay). In expectations,
 ``match_id`` and ``token:<name>`` bind on first sight (after a shape check) and must be equal
 afterwards; ``seconds`` (a positive decimal) and ``duration`` (a positive JSON Duration) are
-checked by shape only. ``node/src/golden.ts`` implements the same rules for TypeScript.
+checked by shape only, and ``presence`` (a seat's ``connected``: whether some stream of it is
+open at that instant, which a replay's timing decides, not its steps) by type, a boolean.
+``node/src/golden.ts`` implements the same rules for TypeScript.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ RPCS: Final = (
     "ListRules",
     "CreateWatchToken",
     "RevokeWatchTokens",
+    "ClaimSeat",
+    "ReissueInvitation",
 )
 CALL_TIMEOUT_S: Final = 10.0
 
@@ -78,6 +82,7 @@ _SHAPES: Final = {
     "token": re.compile(r"^[A-Za-z0-9_-]{43}$"),
     "seconds": re.compile(r"^(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$"),
     "duration": re.compile(r"^\d+(?:\.\d{1,9})?s$"),
+    "presence": re.compile(r"^(?:true|false)$"),
 }
 _BOUND: Final = ("match_id", "token")
 _DETAIL_TYPES: Final = {
@@ -221,6 +226,10 @@ class Bindings:
         shape = _SHAPES.get(kind)
         if shape is None:
             raise VectorError(f"{path}: unknown placeholder kind {kind!r}")
+        if kind == "presence":
+            if not isinstance(actual, bool):
+                yield f"{path}: {actual!r} is not a presence (a boolean)"
+            return
         if not isinstance(actual, str) or not shape.match(actual):
             yield f"{path}: {actual!r} is not a {kind}"
             return

@@ -197,6 +197,47 @@ def test_the_typescript_client_plays_a_four_seat_partnership_match(redis_url: st
     assert any(line.endswith("streams match") for line in log)
 
 
+@pytest.mark.parametrize("protocol", ["grpc", "connect-json"])
+def test_the_typescript_client_claims_its_invited_seats_then_plays_the_same_match(
+    redis_url: str, protocol: str
+) -> None:
+    """Invitations claimed once from TypeScript: the creator keeps seat 0's token, every other
+    seat is claimed (a retry with its request id answers the same token; someone else's claim
+    is INVITATION_CLAIMED), then the match is the same as one created with every token."""
+    node_project()
+    server = ServerThread(replace(golden.OPERATIONAL, allow_seeds=True, redis_url=redis_url))
+    target = server.target if protocol == "grpc" else server.http_url.removeprefix("http://")
+    try:
+        result = run(
+            "src/client.ts",
+            "--target",
+            target,
+            "--seed",
+            str(SEED),
+            "--rules",
+            "egyptian",
+            "--seats",
+            "4",
+            "--invitations",
+            "--protocol",
+            protocol,
+        )
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    board = json_format.Parse(result.stdout.splitlines()[0], game_pb2.Scoreboard())
+    assert list(board.side_totals) == first_choice_on_the_engine(SEED, match_profile("egyptian", 4))
+    log = result.stderr.splitlines()
+    rejections = [line.split()[4] for line in log if line.startswith("rejected as expected: ")]
+    assert rejections == ["INVITATION_CLAIMED"] * 3 + [
+        "NOT_YOUR_TURN",
+        "INVALID_ARGUMENT",
+        "INVALID_CARD",
+        "TOKEN_MISSING",
+    ]
+    assert any(line.endswith("streams match") for line in log)
+
+
 def test_the_typescript_replayer_replays_every_vector(
     serve_vector: ServeVector, tmp_path: Path
 ) -> None:

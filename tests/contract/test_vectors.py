@@ -23,9 +23,16 @@ NOT_DETERMINISTIC = {"UNSPECIFIED", "STATE_CORRUPT", "INTERNAL"}
 # Reasons no contract client can provoke by its requests alone, each proved elsewhere: a request
 # that never finishes arriving (raw HTTP/2: tests/service/test_half_open_requests.py), a Redis
 # out of memory (tests/service/test_store_full.py), a stream that is open when its watch token
-# is revoked (a vector's steps run one after another: tests/service/test_watch_revocation.py);
-# and one no server sends any more (WATCH_TOKENS_UNSUPPORTED).
-NO_VECTOR = {"REQUEST_TIMEOUT", "STORE_FULL", "WATCH_TOKEN_REVOKED", "WATCH_TOKENS_UNSUPPORTED"}
+# is revoked (a vector's steps run one after another: tests/service/test_watch_revocation.py),
+# likewise one whose seat token is revoked (tests/service/test_claims.py); and one no server
+# sends any more (WATCH_TOKENS_UNSUPPORTED).
+NO_VECTOR = {
+    "REQUEST_TIMEOUT",
+    "STORE_FULL",
+    "WATCH_TOKEN_REVOKED",
+    "SEAT_TOKEN_REVOKED",
+    "WATCH_TOKENS_UNSUPPORTED",
+}
 
 
 def errors_of(vector: Json) -> list[Json]:
@@ -62,7 +69,7 @@ def test_every_deterministic_error_reason_has_a_vector() -> None:
     reasons = {v.name.removeprefix("ERROR_REASON_") for v in values} - NOT_DETERMINISTIC - NO_VECTOR
     covered = {error["reason"] for vector in BY_NAME.values() for error in errors_of(vector)}
     assert covered == reasons
-    assert len(reasons) == 26
+    assert len(reasons) == 30
 
 
 def test_errors_follow_the_error_model() -> None:

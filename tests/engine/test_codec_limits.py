@@ -363,12 +363,19 @@ def record(version: int, seats: int, size: int) -> MatchRecord:
     )
 
 
+SEATS = 127
+"""The most seats a record holds: the seats byte's high bit flags a seat table."""
+
+
 @pytest.mark.parametrize(
     ("version", "seats", "size"),
-    [(U64, 4, U16), (U64, U8, 3), (0, 0, 0), (1, 2, 0), (2**63, 4, 1)],
+    [(U64, 4, U16), (U64, SEATS, 3), (0, 0, 0), (1, 2, 0), (2**63, 4, 1)],
 )
-def test_the_store_record_round_trips_at_its_limits(version: int, seats: int, size: int) -> None:
-    original = record(version, seats, size)
+@pytest.mark.parametrize("table", [b"", b"t" * U16])
+def test_the_store_record_round_trips_at_its_limits(
+    version: int, seats: int, size: int, table: bytes
+) -> None:
+    original = record(version, seats, size)._replace(table=table)
     data = encode_record(original)
     assert decode_record(original.match_id, data) == original
     assert data[:8] == version.to_bytes(8, "big")
@@ -381,7 +388,8 @@ def test_the_store_record_round_trips_at_its_limits(version: int, seats: int, si
         {"state": bytes(U16 + 1)},
         {"creation": bytes(U16 + 1)},
         {"requests": (bytes(U16 + 1), b"")},
-        {"token_hashes": (bytes(32),) * (U8 + 1), "requests": (b"",) * (U8 + 1)},
+        {"token_hashes": (bytes(32),) * (SEATS + 1), "requests": (b"",) * (SEATS + 1)},
+        {"table": bytes(U16 + 1)},
     ],
     ids=lambda c: next(iter(c)),
 )
@@ -390,7 +398,7 @@ def test_a_record_field_one_past_its_width_is_refused(change: dict[str, object])
         encode_record(record(1, 2, 4)._replace(**change))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("seats", [1, 2, 4, U8])
+@pytest.mark.parametrize("seats", [1, 2, 4, SEATS])
 def test_a_record_with_watch_token_hashes_round_trips(seats: int) -> None:
     original = record(U64, seats, 7)._replace(
         watch_hashes=tuple(bytes([i]) * 32 for i in range(1, seats + 1)),

@@ -101,6 +101,8 @@ def audit_states(client: redis.Redis, match_id: str) -> dict[int, State]:
             assert state is not None
             if kind == records.DEAL:
                 state, _ = deal_next_hand(state)
+            elif kind == records.SEAT:
+                pass  # a seat's holder changed: no card moved
             else:
                 seat, card, plan = args
                 from basra.engine import CARDS

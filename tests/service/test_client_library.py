@@ -657,3 +657,98 @@ def test_a_spectator_watches_through_the_asyncio_client_until_revoked(
             assert await client.revoke_watch_tokens(match.id, match.tokens[1]) != new
 
     asyncio.run(main())
+
+
+def test_invited_players_claim_their_seats_through_the_sync_client(
+    any_server: ServerThread,
+) -> None:
+    """The creator holds its own token and the invitations; a claim whose answer was lost is
+    retried with its request id and answers the same token, claimed once; a second claim and
+    a bad name are typed rejections; a reissue revokes the claimant's token."""
+    lose = LoseFirstAnswer("ClaimSeat")
+    with Client(channel=grpc.intercept_channel(any_server.channel, lose)) as client:
+        match = client.create_match(
+            rules="egyptian",
+            seats=4,
+            bots={2: "greedy"},
+            invitations=True,
+            display_name="Host",
+            seed=6,
+        )
+        assert sorted(match.tokens) == [0]
+        assert sorted(match.invitations) == [1, 3]
+        assert match.invitations[1] not in repr(match)
+        guest = client.claim_seat(match.id, match.invitations[1], "Guest")
+        assert len(lose.attempts) == 2
+        first, second = lose.attempts
+        assert first == second
+        assert len(first.request_id) == 36
+        assert guest.seat == 1
+        assert guest.claimed is not None
+        assert guest.claimed.view.version == 2, "claimed once"
+        seen = guest.view()
+        assert [s.display_name for s in seen.seats] == ["Host", "Guest", "", ""]
+        assert seen.seats[2].bot == game_pb2.BOT_LEVEL_GREEDY
+        with pytest.raises(RuleViolationError) as taken:
+            client.claim_seat(match.id, match.invitations[1], "Again")
+        assert taken.value.reason == "INVITATION_CLAIMED"
+        assert taken.value.metadata["seat"] == "1"
+        with pytest.raises(InvalidRequestError) as bad:
+            client.claim_seat(match.id, match.invitations[3], "a\u202eb")
+        assert bad.value.reason == "DISPLAY_NAME_INVALID"
+        assert bad.value.metadata["rule"] == "character"
+        new = match.reissue_invitation(1)
+        assert match.invitations[1] == new
+        with pytest.raises(AuthError) as revoked:
+            guest.view()
+        assert revoked.value.reason == "TOKEN_INVALID"
+        again = client.claim_seat(match.id, new, "Guest again")
+        assert again.view().seats[1].display_name == "Guest again"
+        with pytest.raises(AuthError) as not_creator:
+            again.reissue_invitation(3)
+        assert not_creator.value.reason == "NOT_MATCH_CREATOR"
+
+
+def test_invited_players_claim_their_seats_through_the_asyncio_client(
+    server: ServerThread,
+) -> None:
+    async def main() -> None:
+        async with AsyncClient(server.target) as client:
+            match = await client.create_match(
+                rules="eram", invitations=True, display_name="Host", seed=8
+            )
+            assert sorted(match.tokens) == [0]
+            code = match.invitations[1]
+            guest = await client.claim_seat(match.id, code, "Guest", request_id="claim-1")
+            retried = await client.claim_seat(match.id, code, "Guest", request_id="claim-1")
+            assert retried.seat == guest.seat == 1
+            assert retried.claimed == guest.claimed
+            assert [s.display_name for s in (await match.view()).seats] == ["Host", "Guest"]
+            new = await match.reissue_invitation(1)
+            with pytest.raises(AuthError):
+                await guest.view()
+            assert (await client.claim_seat(match.id, new, "Other")).seat == 1
+            assert await client.reissue_invitation(match.id, match.tokens[0], 1) != new
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "metadata", "says"),
+    [
+        (grpc.StatusCode.FAILED_PRECONDITION, "INVITATION_CLAIMED", {"seat": "1"}, "Seat 1"),
+        (grpc.StatusCode.PERMISSION_DENIED, "INVITATION_INVALID", {"match_id": "m"}, "creator"),
+        (grpc.StatusCode.PERMISSION_DENIED, "SEAT_TOKEN_REVOKED", {"seat": "3"}, "seat 3"),
+        (grpc.StatusCode.PERMISSION_DENIED, "NOT_MATCH_CREATOR", {"seat": "1"}, "created"),
+        (grpc.StatusCode.INVALID_ARGUMENT, "DISPLAY_NAME_INVALID", {"rule": "length"}, "32"),
+    ],
+)
+def test_the_command_line_explains_each_claim_reason_in_words(
+    code: grpc.StatusCode, reason: str, metadata: dict[str, str], says: str
+) -> None:
+    from basra.client.errors import Details
+    from basra.client.render import explain
+
+    text = explain(BasraError(code, "raw message", Details(reason=reason, metadata=metadata)), "t")
+    assert says in text
+    assert "raw message" not in text, "the reason has words of its own"

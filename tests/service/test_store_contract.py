@@ -811,3 +811,49 @@ def test_a_batch_of_reads_or_a_commit_that_fails_leaves_no_failure_unread(
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_presence_marks_live_seats_until_their_ttl_and_unmarks_gone_ones(
+    make_store: StoreFactory,
+) -> None:
+    from basra.service.store.base import Heartbeat
+
+    async def scenario(store: Store) -> None:
+        match, other = "P" * 22, "Q" * 22
+        at = 1_000_000.0
+        # Replica a serves seat 0 of the match, replica b seats 0 and 1: one call each.
+        assert await store.heartbeat("a", {match: Heartbeat((0,), ())}, at, 15) == {
+            match: frozenset({0})
+        }
+        found = await store.heartbeat(
+            "b", {match: Heartbeat((0, 1), ()), other: Heartbeat((), ())}, at, 15
+        )
+        assert found == {match: frozenset({0, 1}), other: frozenset()}
+        # b's seat 0 ends: a's mark of seat 0 keeps it connected; b's seat 1 stays.
+        assert await store.heartbeat("b", {match: Heartbeat((1,), (0,))}, at + 1, 15) == {
+            match: frozenset({0, 1})
+        }
+        # Past a's mark (never renewed), only b's renewed seat 1 is left.
+        assert await store.connected([match, other], at + 15.5) == {
+            match: frozenset({1}),
+            other: frozenset(),
+        }
+        assert await store.connected([match], at + 16.5) == {match: frozenset()}
+
+    run(make_store, scenario)
+
+
+def test_redis_presence_key_expires_a_ttl_after_its_last_renewal(redis_url: str) -> None:
+    from basra.service.store.base import Heartbeat
+
+    async def scenario() -> None:
+        store = RedisStore(redis_url, cluster=False, ttl_s=3600, events_maxlen=5, timeout_s=2)
+        try:
+            match = "R" * 22
+            await store.heartbeat("a", {match: Heartbeat((1,), ())}, 2_000_000.0, 15)
+            ttl = redis.Redis.from_url(redis_url).pttl(keys.presence_key(match))
+            assert 14_000 < ttl <= 15_000
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())

@@ -26,6 +26,8 @@ from basra.service.store.redis import (
     _COMMIT_SCRIPT,
     _CREATE,
     _CREATE_SCRIPT,
+    _HEARTBEAT,
+    _HEARTBEAT_SCRIPT,
     _SWAP_WATCH_SCRIPT,
     RESENDABLE,
     RESENDS,
@@ -155,10 +157,12 @@ def script_calls(redis_url: str) -> int:
 
 def test_the_allow_list_holds_reads_expiries_the_probe_and_the_commit_script_only() -> None:
     """Decided by what each command does: reads, expiries set to a value fixed before sending,
-    the probe's SET, the version-checked commit script and the create script that knows its
-    own record; not the watch access swap, nor any command the list does not name."""
+    the probe's SET, the version-checked commit script, the create script that knows its own
+    record and the presence heartbeat (scores fixed before sending); not the watch access swap,
+    nor any command the list does not name."""
     assert set(RESENDABLE) == {
-        "GET", "XRANGE", "MEMORY", "SET", "PEXPIRE", "PEXPIREAT", "PERSIST", "DEL",
+        "GET", "XRANGE", "ZRANGEBYSCORE", "MEMORY", "SET", "PEXPIRE", "PEXPIREAT", "PERSIST",
+        "DEL",
     }  # fmt: skip
     assert all(reason for reason in RESENDABLE.values())  # each entry says why
     assert resendable(("GET", "k"))
@@ -170,6 +174,9 @@ def test_the_allow_list_holds_reads_expiries_the_probe_and_the_commit_script_onl
     assert resendable(("EVALSHA", _CREATE_SCRIPT.sha, 2, "a", "b"))
     assert resendable(("EVAL", _CREATE, 2, "a", "b"))
     assert resendable(("SET", keys.PROBE, b"1", "PX", 60_000))
+    assert resendable(("ZRANGEBYSCORE", keys.presence_key(MATCH), "(1", "+inf"))
+    assert resendable(("EVALSHA", _HEARTBEAT_SCRIPT.sha, 1, keys.presence_key(MATCH), 1, 2))
+    assert resendable(("EVAL", _HEARTBEAT, 1, keys.presence_key(MATCH), 1, 2))
     assert not resendable(("SET", keys.match_key(MATCH), b"x"))  # the probe's only
     assert not resendable(("EVALSHA", _SWAP_WATCH_SCRIPT.sha, 2, "a", "b"))
     assert not resendable(("INCR", "k"))

@@ -1,18 +1,22 @@
 """The web table (web/) in a real browser: Debian's Chromium driven by playwright-core.
 
 Each test starts ``basra-engine serve`` as a person runs it (its own process, free ports, the
-session's real redis-server, the built table at / on the HTTP port) and runs one scenario of
-web/e2e/ with Node. A scenario can ask this side to act on the service (``REQUEST restart``);
-it fails with the browser's own assertion message. Chromium, the npm packages and the built
-table are prerequisites that ``make test`` sets up; when one is missing the tests fail (never
-skip) and say so. Screenshots go to the test's temporary directory; ``make screenshot``
-rewrites web/screenshot.png, the one the README shows.
+session's real redis-server, the built table at / on the HTTP port; its bots move at once and
+search briefly) and runs one scenario of web/e2e/ with Node. A scenario can ask this side to
+act on the service (``REQUEST restart``); it fails with the browser's own assertion message.
+The invitation scenario reaches the service at this machine's network address, where the page
+is not a secure context. Chromium, the npm packages and the built table are prerequisites that
+``make test`` sets up; when one is missing the tests fail (never skip) and say so. Screenshots
+go to the test's temporary directory; ``make screenshot`` rewrites web/screenshot.png, the one
+the README shows.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -57,16 +61,17 @@ class Service:
     """``basra-engine serve`` in its own process on fixed free ports, so that it can be
     restarted where the pages expect it."""
 
-    def __init__(self, redis_url: str, log: Path) -> None:
+    def __init__(self, redis_url: str, log: Path, host: str = "127.0.0.1") -> None:
         self.grpc_port = free_port()
         self.http_port = free_port()
         self.redis_url = redis_url
         self.log = log
+        self.host = host
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"http://{self.host}:{self.http_port}"
 
     def start(self) -> None:
         with self.log.open("ab") as log:
@@ -77,7 +82,7 @@ class Service:
                     "--listen",
                     f"127.0.0.1:{self.grpc_port}",
                     "--http-listen",
-                    f"127.0.0.1:{self.http_port}",
+                    f"{self.host}:{self.http_port}",
                     "--redis-url",
                     self.redis_url,
                     "--metrics-port",
@@ -86,6 +91,12 @@ class Service:
                     str(DIST),
                     # Seeded matches make the scenarios that need a rare position certain.
                     "--allow-seeds",
+                    # The bots move as soon as it is their turn, and the strong bot's search
+                    # stops early: the scenarios wait for people, not for bots.
+                    "--bot-pace-seconds",
+                    "0",
+                    "--bot-strong-seconds",
+                    "0.05",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -123,6 +134,38 @@ class Service:
 def service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
     prerequisites()
     served = Service(redis_url, tmp_path / "serve.log")
+    served.start()
+    yield served
+    served.stop()
+
+
+def network_address() -> str:
+    """This machine's IPv4 address on its network (not a loopback one): the address a friend's
+    browser on the same network would open. Read from the route the system would take to a
+    documentation address (a UDP connect sends nothing)."""
+    found = []
+    for target in ("192.0.2.1", "198.51.100.1", "10.255.255.254"):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            try:
+                probe.connect((target, 9))
+            except OSError:
+                continue
+            address = str(probe.getsockname()[0])
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+        found.append(address)
+    pytest.fail(
+        "The network test needs a non-loopback IPv4 address on this machine (`hostname -I`): "
+        f"found none (routes gave {found or 'nothing'})."
+    )
+
+
+@pytest.fixture
+def network_service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
+    """The service's HTTP port on this machine's network address, where a page is not a secure
+    context (Chromium trusts plain HTTP on localhost and 127.0.0.0/8 only)."""
+    prerequisites()
+    served = Service(redis_url, tmp_path / "serve.log", host=network_address())
     served.start()
     yield served
     served.stop()
@@ -182,11 +225,25 @@ def test_two_people_play_a_whole_match_and_never_see_each_others_cards(
 def test_a_reload_mid_hand_resumes_the_table_against_the_bot(
     service: Service, tmp_path: Path
 ) -> None:
-    # `make screenshot` sets README_SCREENSHOT to web/screenshot.png.
-    readme = os.environ.get("README_SCREENSHOT", str(tmp_path / "bot-plans.png"))
-    output = scenario("reload", service, tmp_path, README_SCREENSHOT=readme)
+    output = scenario("reload", service, tmp_path)
     assert "resumed at version" in output
-    assert Path(readme).stat().st_size > 0
+    assert (tmp_path / "bot-plans.png").stat().st_size > 0
+
+
+def test_a_whole_match_against_the_strong_bot_with_its_captures_flying_to_the_piles(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("strong-bot", service, tmp_path)
+    assert "strong bot: " in output
+    assert (tmp_path / "strong-bot-result.png").stat().st_size > 0
+
+
+def test_an_invited_person_claims_a_seat_from_another_browser_over_plain_http_on_the_network(
+    network_service: Service, tmp_path: Path
+) -> None:
+    output = scenario("invitation", network_service, tmp_path)
+    assert "invitation: claimed at " in output
+    assert (tmp_path / "invitation-away.png").stat().st_size > 0
 
 
 def test_a_server_restart_mid_hand_loses_and_doubles_nothing(
@@ -217,8 +274,9 @@ def test_a_four_seat_partnership_hand_with_two_bots_and_an_invited_partner(
     service: Service, tmp_path: Path
 ) -> None:
     # Egyptian at four seats: partnerships (seats 0 and 2 against 1 and 3), the dealer sees the
-    # stock's bottom card, a rubber; the creator's page plays seats 1 and 3, a person seat 2.
-    match = {"RULES": "egyptian", "SEATS": "4", "OTHERS": "bot,person,bot", "SIDES": "2"}
+    # stock's bottom card, a rubber; the service's bots play seats 1 (random) and 3 (greedy), a
+    # person seat 2.
+    match = {"RULES": "egyptian", "SEATS": "4", "OTHERS": "random,person,greedy", "SIDES": "2"}
     match["OPTIONS"] = "rubber"
     output = scenario("rule-systems", service, tmp_path, **match)
     assert "egyptian for 4" in output
@@ -228,7 +286,7 @@ def test_a_four_seat_partnership_hand_with_two_bots_and_an_invited_partner(
 def test_a_three_seat_persian_hand_with_an_invited_person_and_a_bot(
     service: Service, tmp_path: Path
 ) -> None:
-    match = {"RULES": "persian", "SEATS": "3", "OTHERS": "person,bot", "SIDES": "3"}
+    match = {"RULES": "persian", "SEATS": "3", "OTHERS": "person,strong", "SIDES": "3"}
     output = scenario("rule-systems", service, tmp_path, **match)
     assert "persian for 3" in output
 
@@ -259,11 +317,15 @@ def test_lighthouse_scores_the_lobby_and_the_table_on_mobile(
 
 
 def test_the_pictures_of_the_table(service: Service, tmp_path: Path) -> None:
-    # `make screenshot` sets WEB_SCREENSHOTS to web/screenshots, the committed pictures.
+    # `make screenshot` sets WEB_SCREENSHOTS to web/screenshots, the committed pictures, and
+    # README_SCREENSHOT to web/screenshot.png, the README's (a capture choice).
     pictures = Path(os.environ.get("WEB_SCREENSHOTS", str(tmp_path)))
-    output = scenario("screenshots", service, pictures)
+    readme = os.environ.get("README_SCREENSHOT", str(tmp_path / "readme.png"))
+    output = scenario("screenshots", service, pictures, README_SCREENSHOT=readme)
     assert "pictures: " in output
     for name in ("lobby", "table-2-seats-mid-hand", "table-4-seats-mid-hand", "score-sheet"):
         assert (pictures / f"{name}.png").stat().st_size > 0
+    assert (pictures / "capture-choice.png").stat().st_size > 0
+    assert Path(readme).stat().st_size > 0
     assert (pictures / "spectator.png").stat().st_size > 0
     assert (pictures / "arabic-360px.png").stat().st_size > 0

@@ -1,6 +1,7 @@
 // Accessibility, measured by axe-core (pinned in package.json, injected into the page): no
 // critical or serious violation on the lobby, the table mid-hand, a capture choice, the end of a
-// hand's score sheet and the spectator's view, in English, Arabic and Persian, each at 360 and
+// hand's score sheet, the creator's invited players, an invitation's name form and the
+// spectator's view, in English, Arabic and Persian, each at 360 and
 // 1280 px wide. The experimental "label in name" rule (WCAG 2.5.3) runs too: a hand card's
 // accessible name must contain what it shows. The spectator link reads left to right inside
 // right-to-left pages.
@@ -8,7 +9,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Page } from "playwright-core";
-import { BASE_URL, launch, player, screenshot, seen, startMatch, waitPast } from "./table.js";
+import { BASE_URL, claimSeat, inviteLink, launch, myTurnOrSheet, nextHand, playFirst, player, screenshot, startMatch, waitPast } from "./table.js";
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const WIDTHS = [360, 1280];
@@ -67,17 +68,13 @@ try {
   // seeded match below, where it is certain.
   for (let hand = 1; hand <= 3; hand++) {
     for (;;) {
-      await page.waitForFunction(() => {
-        const app = document.getElementById("app");
-        return app?.dataset["status"] !== "playing" || (app.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null);
-      });
-      const now = await seen(page);
-      if (now.status !== "playing") break;
+      const now = await myTurnOrSheet(page);
+      if (now.sheet || now.status === "match-over") break;
       if (!done.has("mid-hand") && now.hand.length <= 3) {
         problems.push(...(await everyLanguage(page, "table mid-hand")));
         done.add("mid-hand");
       }
-      await page.locator("#hand button:not([disabled])").first().click();
+      await playFirst(page);
       await waitPast(page, now.version);
     }
     await page.locator("#sheet table").waitFor();
@@ -85,10 +82,8 @@ try {
       problems.push(...(await everyLanguage(page, "score sheet")));
       done.add("sheet");
     }
-    if ((await seen(page)).status === "match-over") break;
-    const { version } = await seen(page);
-    await page.click("#next-hand");
-    await waitPast(page, version);
+    if ((await page.locator("#new-match").count()) > 0) break;
+    await nextHand(page);
   }
   assert.ok(done.has("mid-hand") && done.has("sheet"), "the table and the sheet audited");
 
@@ -114,6 +109,21 @@ try {
   await screenshot(chooser.page, "audit-capture-choice");
   done.add("choice");
   assert.deepEqual(chooser.errors, []);
+
+  // An invitation: the creator's table with its invited players (a seat waiting, then joined,
+  // with presence), and the name form the invitation opens.
+  const host = await player(browser, "en-US", 360);
+  await host.page.goto(BASE_URL);
+  await startMatch(host.page, { rules: "persian", seats: 3, others: ["person", "person"] });
+  const guest = await player(browser, "en-US", 360);
+  await claimSeat(guest.page, await inviteLink(host.page, 1), "سارا");
+  await host.page.locator('.seat[data-seat="1"][data-connected="true"]').waitFor();
+  await guest.page.goto(await inviteLink(host.page, 2));
+  await guest.page.locator("#claim-form").waitFor();
+  problems.push(...(await everyLanguage(host.page, "invited players")));
+  problems.push(...(await everyLanguage(guest.page, "claim form")));
+  done.add("invitations");
+  assert.deepEqual([...host.errors, ...guest.errors], []);
   console.log(`audited: ${[...done].sort().join(", ")}`);
 
   const watcher = await player(browser, "en-US", 360);

@@ -2,10 +2,10 @@
 // count, at the deal and at every turn of the first hand, the player's own hand is inside the
 // viewport without scrolling, and no card overlaps a heading or a button it is not part of
 // (the raised chosen card included). Right to left too: the matches alternate English, Arabic
-// and Persian.
+// and Persian. Under prefers-reduced-motion, as here, no captured card flies to a pile.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, launch, player, seen, startMatch, waitPast } from "./table.js";
+import { BASE_URL, launch, motion, myTurnOrSheet, player, recordMotion, startMatch, waitPast } from "./table.js";
 
 const MATCHES: readonly [string, number][] = [
   ["eram", 2], ["egyptian", 2], ["egyptian", 4], ["jordanian", 2], ["jordanian", 4], ["lobashev", 2],
@@ -56,17 +56,14 @@ try {
     // Cards land at once: the boxes are measured where they stay.
     await page.emulateMedia({ reducedMotion: "reduce" });
     await page.setViewportSize({ width: WIDTH, height: HEIGHT });
+    await recordMotion(page);
     await page.goto(BASE_URL);
-    await startMatch(page, { rules, seats, others: Array(seats - 1).fill("bot") });
+    await startMatch(page, { rules, seats, others: Array(seats - 1).fill("strong") });
     let turns = 0;
     let worst = 0;
     for (;;) {
-      await page.waitForFunction(() => {
-        const app = document.getElementById("app");
-        return app?.dataset["status"] !== "playing" || (app.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null);
-      });
-      const now = await seen(page);
-      if (now.status !== "playing") break;
+      const now = await myTurnOrSheet(page);
+      if (now.sheet) break;
       const where = `${rules} ${seats} seats (${locale}) turn ${turns + 1}`;
       assert.deepEqual(await problems(page), [], where);
       worst = Math.max(worst, await page.evaluate(() => document.querySelector(".hand")?.getBoundingClientRect().bottom ?? 0));
@@ -84,6 +81,10 @@ try {
       await waitPast(page, now.version);
     }
     assert.ok(turns > 0);
+    // Reduced motion: no captured card flies (the plays were drawn all the same).
+    const batches = await motion(page);
+    assert.ok(batches.some((batch) => batch.plays.length > 0), "plays drawn");
+    assert.deepEqual(batches.flatMap((batch) => batch.flights), [], "no card flies under reduced motion");
     assert.deepEqual(me.errors, []);
     console.log(`${rules} ${seats} seats (${locale}): ${turns} turns, the hand's lowest edge at ${Math.round(worst)} of ${HEIGHT} px`);
     await me.context.close();

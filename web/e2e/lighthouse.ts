@@ -31,6 +31,9 @@ try {
     assert.ok(result, "lighthouse answered");
     const scores = Object.fromEntries(Object.keys(FLOORS).map((id) => [id, Math.round((result.lhr.categories[id]?.score ?? 0) * 100)]));
     console.log(`lighthouse ${page} (lighthouse ${result.lhr.lighthouseVersion}, ${result.lhr.configSettings.formFactor}): ${JSON.stringify(scores)}`);
+    // The metrics behind the performance score, to read a low one.
+    const metrics = ["first-contentful-paint", "largest-contentful-paint", "total-blocking-time", "cumulative-layout-shift", "speed-index"];
+    console.log(`  ${metrics.map((id) => `${id} ${result.lhr.audits[id]?.displayValue ?? "?"}`).join(", ")}`);
     for (const [id, floor] of Object.entries(FLOORS)) {
       if ((scores[id] ?? 0) < floor) failures.push(`${page} ${id} ${scores[id]} < ${floor}`);
     }

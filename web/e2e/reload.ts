@@ -1,9 +1,9 @@
-// Against the bot: play by keyboard, reload mid-hand, and go on where the table was. The bot is
-// the page itself playing the other seat; its plays reach this seat through WatchMatch, so a
-// bot's reply after the reload also proves the stream was resumed.
+// Against the service's strong bot: play by keyboard, reload mid-hand, and go on where the table
+// was. The bot's plays reach this seat through WatchMatch like anyone's, so a bot's reply after
+// the reload also proves the stream was resumed.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, launch, playFirst, player, screenshot, seen, startMatch, waitPast } from "./table.js";
+import { BASE_URL, launch, playFirst, player, screenshot, seen, startMatch, storedTokens, waitPast } from "./table.js";
 
 const browser = await launch();
 try {
@@ -11,6 +11,11 @@ try {
   const page = me.page;
   await page.goto(BASE_URL);
   await startMatch(page);
+  // The other seat is the service's: the page holds its own seat's token and no invitation.
+  assert.equal((await storedTokens(page)).length, 1, "one token: this page's own seat's");
+  const stored = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}"));
+  assert.deepEqual(stored.invites ?? {}, {}, "no invitation: the other seat is a bot");
+  assert.equal(await page.locator('.seat[data-seat="1"] h2').innerText(), "Strong bot (seat 2)");
 
   // A few plays, the first one by keyboard only: Tab to a card, Enter, Enter on its first choice.
   for (let move = 0; move < 3; move++) {
@@ -22,7 +27,7 @@ try {
 
   await showAPlan(page);
   const before = await seen(page);
-  await screenshot(page, "bot-plans", process.env["README_SCREENSHOT"]);
+  await screenshot(page, "bot-plans");
   await page.reload();
   const after = await myTurn(page);
   assert.equal(after.version, before.version, "the same version after the reload");
@@ -34,7 +39,7 @@ try {
   await playFirst(page);
   const next = await myTurn(page, after.version + 1);
   assert.ok(next.version >= after.version + 2, "my play and the bot's");
-  assert.match(await page.locator("#log").innerText(), /Bot \(seat 2\)/, "the bot's play in the log");
+  assert.match(await page.locator("#log").innerText(), /Strong bot \(seat 2\)/, "the bot's play in the log, named with its level");
 
   // A typed rejection reads as a sentence: a link with a forged token for this match.
   const { matchId } = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}").me);

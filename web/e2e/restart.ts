@@ -2,7 +2,7 @@
 // (and any call in flight), reconnect on their own, resume WatchMatch after the last complete
 // version, and the match goes on from where it was: nothing lost, nothing played twice.
 import assert from "node:assert/strict";
-import { ask, BASE_URL, inviteLink, launch, playFirst, player, seen, startMatch, waitAt, waitPast } from "./table.js";
+import { ask, BASE_URL, claimSeat, inviteLink, launch, playFirst, player, seen, startMatch, waitAt, waitPast } from "./table.js";
 
 const browser = await launch();
 try {
@@ -10,8 +10,9 @@ try {
   const b = await player(browser);
   await a.page.goto(BASE_URL);
   await startMatch(a.page, { others: ["person"] });
-  await b.page.goto(await inviteLink(a.page, 1));
-  let version = (await b.page.locator("#app[data-version]").waitFor(), await seen(a.page)).version;
+  await claimSeat(b.page, await inviteLink(a.page, 1), "Robin");
+  // The claim is the match's latest change: the claimant's page shows its version.
+  let version = (await seen(b.page)).version;
   for (let move = 0; move < 2; move++) {
     const mover = (await waitAt(a.page, version)).turn === "you" ? a : b;
     await playFirst(mover.page);

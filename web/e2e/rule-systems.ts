@@ -1,16 +1,18 @@
 // A match of another rule system, seat count and mix of players, played to the end of its first
-// hand: the creator's page plays its bots, each invited person plays from their own browser.
-// RULES, SEATS and OTHERS (who plays seats 1.., "bot" or "person", comma-separated) choose the
-// match, OPTIONS the options ticked ("rubber", "bottom-card-shown", comma-separated); SIDES is
-// the number of sides the score sheet must show. Whenever the table waits for
-// a person, every page is checked against the hands the service holds: each shows its own
-// hand, every other seat's hand size, the same floor, and no card of any other seat's hand.
+// hand: the service plays the bots, each invited person plays from their own browser. RULES,
+// SEATS and OTHERS (who plays seats 1..: "strong", "greedy" or "random" for a bot at that level,
+// "person"; comma-separated) choose the match, OPTIONS the options ticked ("rubber",
+// "bottom-card-shown", comma-separated); SIDES is the number of sides the score sheet must show.
+// Whenever the table waits for a person, every page is checked against the hands the service
+// holds: each shows its own hand, every other seat's hand size, the same floor, and no card of
+// any other person's hand; no page holds a card anywhere but its hand and the public places (so
+// none of a bot's hand either, which no token can read).
 import assert from "node:assert/strict";
-import { BASE_URL, disjoint, inviteLink, launch, playFirst, player, screenshot, seatTokens, seen, serverHands, startMatch, waitAt, waitPast, type Player } from "./table.js";
+import { BASE_URL, claimSeat, disjoint, inviteLink, launch, playFirst, player, screenshot, seatToken, seen, serverHands, startMatch, storedTokens, waitAt, waitPast, type Player, type Who } from "./table.js";
 
 const rules = process.env["RULES"] ?? "eram";
 const seats = Number(process.env["SEATS"] ?? 2);
-const others = (process.env["OTHERS"] ?? "bot").split(",") as ("bot" | "person")[];
+const others = (process.env["OTHERS"] ?? "strong").split(",") as Who[];
 const sides = Number(process.env["SIDES"] ?? seats);
 const ticked = (process.env["OPTIONS"] ?? "").split(",").filter(Boolean);
 assert.equal(others.length, seats - 1);
@@ -25,12 +27,27 @@ try {
   for (const [at, who] of others.entries()) {
     if (who !== "person") continue;
     const person = await player(browser);
-    await person.page.goto(await inviteLink(creator.page, at + 1));
-    await person.page.locator("#app[data-version]").waitFor();
+    await claimSeat(person.page, await inviteLink(creator.page, at + 1), `Player ${at + 2}`);
     people.set(at + 1, person);
   }
-  const { matchId, tokens } = await seatTokens(creator.page);
-  assert.equal(tokens.size, seats);
+  // Each person's page holds its own seat's token only, and no bot seat has one.
+  const tokens = new Map<number, string>();
+  let matchId = "";
+  for (const [seat, page] of people) {
+    const held = await seatToken(page.page);
+    assert.equal(held.seat, seat);
+    assert.deepEqual(await storedTokens(page.page), [held.token], `seat ${seat}'s page holds its own token only`);
+    tokens.set(seat, held.token);
+    matchId = held.matchId;
+  }
+  // Each bot is labelled with its level on every person's page.
+  const LABELS: Record<string, string> = { strong: "Strong bot", greedy: "Greedy bot", random: "Random bot" };
+  for (const [at, who] of others.entries()) {
+    if (who === "person") continue;
+    for (const [seat, page] of people) {
+      assert.equal(await page.page.locator(`.seat[data-seat="${at + 1}"] h2`).innerText(), `${LABELS[who]} (seat ${at + 2})`, `seat ${seat}'s page`);
+    }
+  }
   assert.match(await creator.page.locator("#rules-name").innerText(), /\S/);
   for (const [seat, page] of people) {
     // A rubber: the game's number, and the games each side has won.
@@ -44,15 +61,18 @@ try {
   let plays = 0;
   let last = -1;
   for (;;) {
-    // The table waits for a person (their turn) or for the next deal: nothing moves meanwhile.
+    // The table waits for a person (their turn) or the hand is over (its sheet open: a bot may
+    // have dealt the next hand already). While it waits for a person nothing moves.
     await creator.page.waitForFunction(
       ({ humans, after }) => {
         const app = document.getElementById("app");
+        if (document.getElementById("sheet") !== null) return true;
         if (Number(app?.dataset["version"] ?? -1) <= after) return false;
-        return app?.dataset["status"] !== "playing" || humans.includes(Number(app.dataset["toPlay"]));
+        return humans.includes(Number(app?.dataset["toPlay"]));
       },
       { humans: [...people.keys()], after: last },
     );
+    if ((await seen(creator.page)).sheet) break;
     const { version, hands } = await serverHands(matchId, tokens);
     assert.equal(version, (await seen(creator.page)).version, "the service waits for a person too");
     for (const [seat, page] of people) {
@@ -64,9 +84,9 @@ try {
         assert.equal(view.backs[other], hand.length, `seat ${seat}'s page shows seat ${other}'s hand size`);
       }
       assert.deepEqual(view.floor, (await seen(creator.page)).floor, "one floor");
+      assert.deepEqual(view.elsewhere, [], `seat ${seat}'s page draws no card outside its hand and the public places`);
     }
     const now = await seen(creator.page);
-    if (now.status !== "playing") break;
     const mover = people.get(Number(now.toPlay));
     assert.ok(mover, `seat ${now.toPlay} is a person's`);
     if (plays === 3) await screenshot(creator.page, `${rules}-${seats}-mid-hand`);

@@ -5,7 +5,7 @@
 // match is Egyptian with every seat seeing the stock's bottom card, so that card is public and
 // the spectator sees it too.
 import assert from "node:assert/strict";
-import { ask, BASE_URL, disjoint, inviteLink, launch, playFirst, player, screenshot, seen, startMatch, waitAt, waitPast, type Player, type Seen } from "./table.js";
+import { ask, BASE_URL, claimSeat, disjoint, inviteLink, launch, playFirst, player, screenshot, seen, startMatch, waitAt, waitPast, type Player, type Seen } from "./table.js";
 
 const browser = await launch();
 try {
@@ -14,7 +14,7 @@ try {
   const s = await player(browser);
   await a.page.goto(BASE_URL);
   await startMatch(a.page, { rules: "egyptian", others: ["person"], ticked: ["bottom-card-shown"] });
-  await b.page.goto(await inviteLink(a.page, 1));
+  await claimSeat(b.page, await inviteLink(a.page, 1), "Robin");
   const link = await a.page.locator("#watch-link").inputValue();
   const url = new URL(link);
   // The watch token travels in the fragment only, and is not a seat's token.
@@ -26,7 +26,8 @@ try {
   await s.page.locator("#app[data-role=spectator]").waitFor();
   assert.equal(new URL(s.page.url()).hash, "", "the page erases the token from the address bar");
 
-  let version = (await seen(a.page)).version;
+  // The claim is the match's latest change: the claimant's page shows its version.
+  let version = (await seen(b.page)).version;
   assert.notEqual((await waitAt(s.page, version)).bottom, "", "the public bottom card, on the spectator's page too");
   let plays = 0;
   for (;;) {
@@ -49,7 +50,8 @@ try {
     const watcher = actor === a ? b : a;
     await waitAt(s.page, version);
     await waitAt(watcher.page, version);
-    const label = `Player (seat ${actor === a ? 1 : 2})`;
+    // Seat 0's creator gave no name; seat 1's player sat down as Robin.
+    const label = actor === a ? "Player (seat 1)" : "Robin";
     const told = (await watcher.page.locator("#log li").allInnerTexts()).filter((line) => line.includes(label)).at(-1);
     assert.ok(told, `the other seat's page tells ${label}'s play`);
     assert.ok((await s.page.locator("#log li").allInnerTexts()).includes(told), `the spectator sees it too: ${told}`);

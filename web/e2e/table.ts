@@ -66,6 +66,11 @@ export interface Seen {
   readonly backs: Record<number, number>;
   /** data-card of the stock's bottom card, when the page shows it. */
   readonly bottom: string;
+  /** data-card of every card element outside the public places (the hand, the floor, the last
+   * play, the bottom card): a page that drew another seat's card would show one here. */
+  readonly elsewhere: string[];
+  /** Whether a hand's score sheet is open (between hands, or until the player goes on). */
+  readonly sheet: boolean;
   readonly text: string;
 }
 
@@ -84,16 +89,23 @@ export async function seen(page: Page): Promise<Seen> {
       Array.from(document.querySelectorAll<HTMLElement>(".seat[data-seat]"), (e) => [Number(e.dataset["seat"]), e.querySelectorAll(".card.back").length]),
     ),
     bottom: document.querySelector<HTMLElement>("#bottom [data-card]")?.dataset["card"] ?? "",
+    elsewhere: Array.from(document.querySelectorAll<HTMLElement>("[data-card]"), (e) => e)
+      .filter((e) => e.closest("#hand, #floor, #last-play, #bottom") === null)
+      .map((e) => e.dataset["card"] ?? ""),
+    sheet: document.getElementById("sheet") !== null,
     text: document.body.innerText,
   }));
 }
 
+/** Who plays a seat: one of the service's bots at its level, or a person. */
+export type Who = "strong" | "greedy" | "random" | "person";
+
 /** Starts a match from the lobby: the rule system, the seat count, who plays each seat after
- * the first ("bot" or "person") and the options to tick ("rubber", "bottom-card-shown"); the
- * page sits at seat 0. */
+ * the first (the lobby's default, the strong bot, when not given) and the options to tick
+ * ("rubber", "bottom-card-shown"); the page sits at seat 0. */
 export async function startMatch(
   page: Page,
-  options: { rules?: string; seats?: number; others?: readonly ("bot" | "person")[]; ticked?: readonly string[] } = {},
+  options: { rules?: string; seats?: number; others?: readonly Who[]; ticked?: readonly string[] } = {},
 ): Promise<void> {
   await page.locator("#start:not([disabled])").waitFor();
   if (options.rules) await page.selectOption("#rules", options.rules);
@@ -109,15 +121,33 @@ export async function inviteLink(page: Page, seat: number): Promise<string> {
   return page.locator(`#invite-${seat}-link`).inputValue();
 }
 
-/** Every seat's token as the creator's page keeps them (its own, its bots', its invitations'). */
-export async function seatTokens(page: Page): Promise<{ matchId: string; tokens: Map<number, string> }> {
+/** Opens an invitation link, gives a name and takes the seat (ClaimSeat); waits for the table. */
+export async function claimSeat(page: Page, link: string, name: string): Promise<void> {
+  await page.goto(link);
+  await page.locator("#claim-form").waitFor();
+  await page.fill("#name", name);
+  await page.click("#claim-seat");
+  await page.locator("#app[data-version]").waitFor();
+}
+
+/** The seat and its token as a page keeps them (sessionStorage): each page holds its own seat's
+ * token only. */
+export async function seatToken(page: Page): Promise<{ matchId: string; seat: number; token: string }> {
   const saved = await page.evaluate(() => JSON.parse(sessionStorage.getItem("basra.table") ?? "{}"));
-  const tokens = new Map<number, string>([[saved.me.seat, saved.me.token]]);
-  for (const bot of saved.bots ?? []) tokens.set(bot.seat, bot.token);
-  for (const [seat, link] of Object.entries<string>(saved.invites ?? {})) {
-    tokens.set(Number(seat), new URLSearchParams(new URL(link).hash.slice(1)).get("token") ?? "");
-  }
-  return { matchId: saved.me.matchId, tokens };
+  return { matchId: saved.me.matchId, seat: saved.me.seat, token: saved.me.token };
+}
+
+/** Every token a page keeps in sessionStorage (its own seat's, or a watch token): a page that
+ * held another seat's token would show two. */
+export async function storedTokens(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const found: string[] = [];
+    for (let at = 0; at < sessionStorage.length; at++) {
+      const raw = sessionStorage.getItem(sessionStorage.key(at) ?? "") ?? "";
+      for (const match of raw.matchAll(/"token":"([^"]*)"/g)) found.push(match[1] ?? "");
+    }
+    return found;
+  });
 }
 
 const RANKS: Record<string, string> = {
@@ -149,6 +179,24 @@ export async function serverHands(matchId: string, tokens: Map<number, string>):
 export async function waitPast(page: Page, version: number): Promise<Seen> {
   await page.waitForFunction((v) => Number(document.getElementById("app")?.dataset["version"] ?? -1) > v, version);
   return seen(page);
+}
+
+/** Waits until it is this page's turn with its hand live, or a score sheet is open, or the match
+ * is over; returns what it shows. */
+export async function myTurnOrSheet(page: Page): Promise<Seen> {
+  await page.waitForFunction(() => {
+    const app = document.getElementById("app");
+    if (document.getElementById("sheet") !== null || app?.dataset["status"] === "match-over") return true;
+    return app?.dataset["turn"] === "you" && document.querySelector("#hand button:not([disabled])") !== null;
+  });
+  return seen(page);
+}
+
+/** The score sheet's button: deals the next hand, or goes on to it when a bot (or another
+ * player) dealt it already; waits until the sheet is closed. */
+export async function nextHand(page: Page): Promise<void> {
+  await page.locator("#sheet #next-hand:not([disabled])").click();
+  await page.locator("#sheet").waitFor({ state: "detached" });
 }
 
 /** Waits until the page shows exactly `version`. */
@@ -210,4 +258,46 @@ export async function ask(request: string): Promise<void> {
 export function disjoint(a: readonly string[], b: readonly string[]): string[] {
   const other = new Set(b);
   return a.filter((code) => other.has(code));
+}
+
+/** What the page animated, batch by batch (one batch per MutationObserver callback, so one per
+ * redraw): each new last play drawn (its seat, the cards it captured, whether a basra), each
+ * captured card that flew to a pile (the card, the seat it flew to), and each moment shown. */
+export interface MotionBatch {
+  readonly version: number;
+  readonly plays: { seat: number; captured: string[]; basra: boolean; key: string }[];
+  readonly flights: { card: string; to: number }[];
+  readonly moments: { kind: string; text: string }[];
+}
+
+// A plain script (no named functions: it runs as given in the page before the table's own).
+const MOTION_RECORDER = `
+  window.__motion = [];
+  new MutationObserver((mutations) => {
+    const batch = { version: Number(document.getElementById("app")?.dataset.version ?? -1), plays: [], flights: [], moments: [] };
+    for (const mutation of mutations) {
+      for (const node of mutation.addedNodes) {
+        if (!(node instanceof HTMLElement)) continue;
+        if (node.classList.contains("flying")) batch.flights.push({ card: node.dataset.flies, to: Number(node.dataset.to) });
+        for (const play of [node, ...node.querySelectorAll("#last-play")].filter((e) => e.id === "last-play")) {
+          const captured = [...play.querySelectorAll(".mini[data-card]:not(.played)")].map((e) => e.dataset.card);
+          const played = play.querySelector(".played")?.dataset.card ?? "";
+          batch.plays.push({ seat: Number(play.dataset.seat), captured, basra: play.classList.contains("basra"), key: play.dataset.seat + ":" + played });
+        }
+        for (const moment of [node, ...node.querySelectorAll("#moment")].filter((e) => e.id === "moment")) {
+          batch.moments.push({ kind: moment.dataset.kind, text: moment.textContent });
+        }
+      }
+    }
+    if (batch.plays.length || batch.flights.length || batch.moments.length) window.__motion.push(batch);
+  }).observe(document, { childList: true, subtree: true });
+`;
+
+/** Records what the page animates from its next load on (see MotionBatch). */
+export async function recordMotion(page: Page): Promise<void> {
+  await page.addInitScript({ content: MOTION_RECORDER });
+}
+
+export async function motion(page: Page): Promise<MotionBatch[]> {
+  return page.evaluate(() => (window as unknown as { __motion: MotionBatch[] }).__motion);
 }

@@ -1,9 +1,9 @@
-// Two people, two browsers: seat 0 starts a match against a friend, seat 1 joins from the
-// invitation link, and they play the whole match by mouse. At every step both pages must agree
+// Two people, two browsers: seat 0 starts a match against a friend, seat 1 claims its seat from
+// the invitation link under a name, and they play the whole match by mouse. At every step both pages must agree
 // on the table, and neither page may ever hold a card of the other seat's hand.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, disjoint, inviteLink, launch, playFirst, player, screenshot, seen, startMatch, waitAt, waitPast, type Player, type Seen } from "./table.js";
+import { BASE_URL, claimSeat, disjoint, inviteLink, launch, nextHand, playFirst, player, screenshot, seen, startMatch, storedTokens, waitAt, waitPast, type Player, type Seen } from "./table.js";
 
 const browser = await launch();
 try {
@@ -13,12 +13,18 @@ try {
   await startMatch(a.page, { others: ["person"] });
   const link = await inviteLink(a.page, 1);
   const url = new URL(link);
-  // The seat token travels in the fragment only: never in the path or the query.
+  // The invitation travels in the fragment only (never in the path or the query), and no token
+  // with it: the creator's page holds its own seat's token only.
   assert.equal(url.search, "");
-  assert.match(url.hash, /^#match=[^&]+&seat=1&token=[^&]+$/);
-  await b.page.goto(link);
-  await b.page.locator("#app[data-version]").waitFor();
-  assert.equal(new URL(b.page.url()).hash, "", "the page erases the token from the address bar");
+  assert.match(url.hash, /^#match=[^&]+&seat=1&invite=[^&]+$/);
+  assert.equal((await storedTokens(a.page)).length, 1, "the creator's page holds one token, its own");
+  await claimSeat(b.page, link, "Sam");
+  assert.equal(new URL(b.page.url()).hash, "", "the page erases the invitation from the address bar");
+  const [tokenA, tokenB] = [await storedTokens(a.page), await storedTokens(b.page)];
+  assert.equal(tokenB.length, 1, "the invited page holds one token, its own seat's");
+  assert.notEqual(tokenA[0], tokenB[0]);
+  // The creator's page names the invited player once the claim arrives.
+  await a.page.locator('.seat[data-seat="1"][data-claim="claimed"] h2 bdi', { hasText: "Sam" }).waitFor();
 
   // Leave asks first: "Stay" keeps the seat (and the table).
   await a.page.click("#leave");
@@ -45,7 +51,13 @@ try {
       assert.deepEqual(await sheet(a.page), await sheet(b.page));
       if (hands === 1) await screenshot(a.page, "two-seats-score-sheet");
       actor = hands % 2 ? b : a;
-      await actor.page.click("#next-hand");
+      await nextHand(actor.page);
+      // The other player's sheet stays open on the next hand until they go on to it.
+      const other = actor === a ? b : a;
+      const dealt = (await waitPast(actor.page, version)).version;
+      await waitAt(other.page, dealt);
+      assert.match(await other.page.locator("#next-hand").innerText(), /^Go on to hand \d+$/);
+      await nextHand(other.page);
     } else {
       actor = sa.turn === "you" ? a : b;
       if (plays === 5) await screenshot(actor.page, "two-seats-mid-hand");

@@ -43,9 +43,16 @@ export function ruleSystems(): Promise<RuleSystem[]> {
   return rules;
 }
 
-/** A fresh idempotency key: a retry that sends the same one is answered, never played twice. */
+/** A fresh idempotency key: a retry that sends the same one is answered, never played twice.
+ * A random UUID (version 4, the form CreateMatch requires) from crypto.getRandomValues, which
+ * every page has: crypto.randomUUID exists only in secure contexts (HTTPS, localhost), and a
+ * table opened over plain HTTP at a LAN address (http://192.168.1.20:8080) is not one. */
 export function requestId(): string {
-  return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40; // version 4
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80; // the RFC 9562 variant
+  const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** The ErrorInfo reason of a rejection ("NOT_YOUR_TURN"), if the service sent one. */

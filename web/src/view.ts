@@ -2,10 +2,11 @@
 // change (the table is small). Every card element carries data-card="10H"; the other seats' cards
 // are drawn face down and carry none, since this page never knows them. A spectator's page has
 // no hand at all.
-import { MatchStatus, type Card, type CardPlans, type CardPlayed, type MatchEvent, type MatchView, type Plan, type Rank, type Scoreboard } from "../gen/basra/v1/game_pb";
+import { BotLevel, MatchStatus, SeatClaim, type Card, type CardPlans, type CardPlayed, type HandScore, type MatchEvent, type MatchView, type Plan, type Rank } from "../gen/basra/v1/game_pb";
 import { SeatingDirection, type RuleSystem } from "../gen/basra/v1/rules_pb";
 import { cardCode, isRed, rankIndex, suitSymbol } from "./cards";
 import { h } from "./dom";
+import type { Invite } from "./session";
 import { cardList, cardName, formatList, formatNumber, rulesText, t, type MessageId } from "./i18n";
 
 /** What the table shows. */
@@ -17,18 +18,28 @@ export interface TableState {
   readonly plans: readonly CardPlans[] | undefined;
   /** The code of the card I chose, until I pick its plan. */
   readonly selected: string | undefined;
-  /** The scoreboard, once a hand is over. */
-  readonly scoreboard: Scoreboard | undefined;
+  /** The score sheet of the hand that just ended, while it is open (it stays open until the
+   * player goes on, even when a bot or another player has dealt the next hand meanwhile). */
+  readonly sheet: Sheet | undefined;
   /** The latest events, oldest first. */
   readonly events: readonly MatchEvent[];
-  /** The seats this page plays for the bot. */
-  readonly bots: ReadonlySet<number>;
-  /** The invitation link of each seat a person plays, by seat. */
+  /** The invitation link of each other person's seat, by seat (the creator's page only). */
   readonly invites: Readonly<Record<number, string>>;
+  /** Whether each seat has a WatchMatch stream open somewhere, by seat (undefined: not known
+   * yet), from GetMatch and the stream's Presence messages. */
+  readonly connected: readonly (boolean | undefined)[];
   readonly watchLink: string | undefined;
   readonly busy: boolean;
   /** A short moment over the felt (a basra, the end of a hand, a game or the match). */
   readonly moment: Moment | undefined;
+}
+
+/** A finished hand's score sheet: its scoring, the game totals after it, and whether the totals
+ * call for another hand (from the HandScored event, or from Score after a reload). */
+export interface Sheet {
+  readonly hand: HandScore | undefined;
+  readonly sideTotals: readonly number[];
+  readonly extraHand: boolean;
 }
 
 export interface Moment {
@@ -41,16 +52,32 @@ export interface TableActions {
    * shown (undefined: back to the hand). */
   choose(code: string | undefined): void;
   play(code: string, planId: number, trail: boolean): void;
+  /** Deals the next hand, or, when it is dealt already, closes the score sheet. */
   nextHand(): void;
   /** Leaves the table (after asking). */
   leave(): void;
   /** Back to the lobby once the match is over. */
   newMatch(): void;
-  copy(link: string): void;
+  /** Copies a link; `field` is the id of the text field that shows it. */
+  copy(link: string, field: string): void;
+  /** Gives a person's seat a new invitation (the creator's page only; asks first when someone
+   * holds the seat). */
+  reissue(seat: number): void;
 }
 
-/** Who plays the other seats of a new match. */
-export type Player = "bot" | "person";
+/** Who plays the other seats of a new match: a person, or one of the service's bots at a level
+ * (BotLevel), the strongest first. */
+export const BOT_LEVELS = { strong: BotLevel.STRONG, greedy: BotLevel.GREEDY, random: BotLevel.RANDOM } as const;
+export type BotName = keyof typeof BOT_LEVELS;
+export type Player = BotName | "person";
+const PLAYERS: readonly Player[] = ["strong", "greedy", "random", "person"];
+const PLAYER_NAMES: Readonly<Record<Player, MessageId>> = { strong: "byStrong", greedy: "byGreedy", random: "byRandom", person: "byPerson" };
+/** A bot seat's label, by its level. */
+const BOT_LABELS: Readonly<Partial<Record<BotLevel, MessageId>>> = {
+  [BotLevel.STRONG]: "seatBotStrong",
+  [BotLevel.GREEDY]: "seatBotGreedy",
+  [BotLevel.RANDOM]: "seatBotRandom",
+};
 
 /** The new match the lobby's form describes. */
 export interface LobbyChoice {
@@ -62,6 +89,8 @@ export interface LobbyChoice {
   readonly rubber: boolean;
   /** MatchOptions.bottom_card_shown, where the rule system offers it at that seat count. */
   readonly bottomCardShown: boolean;
+  /** The creator's display name (empty: none). */
+  readonly name: string;
 }
 
 /** A card face: its index and suit drawn as text, its name for screen readers. The accessible
@@ -100,6 +129,8 @@ function ruleName(system: RuleSystem): string {
 
 export interface LobbyActions {
   change(choice: LobbyChoice): void;
+  /** The name typed so far (kept without redrawing the lobby). */
+  rename(name: string): void;
   start(): void;
 }
 
@@ -110,13 +141,13 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
   const onRules = (event: Event) => {
     const next = systems?.find((candidate) => candidate.name === (event.target as HTMLSelectElement).value);
     const seats = next?.seatCounts[0]?.seats ?? 2;
-    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, () => "bot"), rubber: false, bottomCardShown: false });
+    actions.change({ rules: next?.name ?? "eram", seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "strong"), rubber: false, bottomCardShown: false, name: choice.name });
   };
   const onSeats = (event: Event) => {
     const seats = Number((event.target as HTMLSelectElement).value);
     // An option offered at one seat count only is dropped at another.
     const bottomCardShown = choice.bottomCardShown && (system?.seatCounts.find((count) => count.seats === seats)?.bottomCardShownOption ?? false);
-    actions.change({ ...choice, seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "bot"), bottomCardShown });
+    actions.change({ ...choice, seats, others: Array.from({ length: seats - 1 }, (_, at) => choice.others[at] ?? "strong"), bottomCardShown });
   };
   const option = (id: string, label: string, checked: boolean, set: (checked: boolean) => LobbyChoice) =>
     h("p", { class: "field" },
@@ -124,7 +155,8 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
       h("label", { for: id }, label));
   const onPlayer = (at: number) => (event: Event) => {
     const others = [...choice.others];
-    others[at] = (event.target as HTMLSelectElement).value === "person" ? "person" : "bot";
+    const value = (event.target as HTMLSelectElement).value;
+    others[at] = PLAYERS.find((player) => player === value) ?? "strong";
     actions.change({ ...choice, others });
   };
   return h(
@@ -155,12 +187,12 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
         ? option("bottom-card-shown", t("bottomCardOption"), choice.bottomCardShown, (bottomCardShown) => ({ ...choice, bottomCardShown }))
         : null,
       h("p", {}, t("youSitFirst", { seat: 1 })),
+      nameField(choice.name, busy, actions.rename, false),
       choice.others.map((player, at) =>
         h("p", { class: "field" },
           h("label", { for: `seat-${at + 1}` }, t("seatChoice", { seat: at + 2 })),
           h("select", { id: `seat-${at + 1}`, "data-focus": `seat-${at + 1}`, disabled: busy, onchange: onPlayer(at) },
-            h("option", { value: "bot", selected: player === "bot" }, t("byBot")),
-            h("option", { value: "person", selected: player === "person" }, t("byPerson"))))),
+            PLAYERS.map((option) => h("option", { value: option, selected: player === option }, t(PLAYER_NAMES[option])))))),
       h("button", { type: "submit", id: "start", disabled: busy || !system }, t("start")),
     ),
     h("p", { class: "note" }, t("botNote")),
@@ -168,15 +200,91 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
   );
 }
 
+/** The player's name: text typed as it is (the server trims it and checks it), written in its
+ * own direction (dir=auto). Optional for the creator, required to claim a seat. */
+function nameField(name: string, busy: boolean, rename: (name: string) => void, required: boolean): HTMLElement {
+  return h("p", { class: "field" },
+    h("label", { for: "name" }, t("nameLabel")),
+    h("input", {
+      id: "name", "data-focus": "name", type: "text", dir: "auto", autocomplete: "nickname", value: name,
+      required, disabled: busy, "aria-describedby": "name-note",
+      oninput: (event: Event) => rename((event.target as HTMLInputElement).value),
+    }),
+    h("span", { id: "name-note", class: "note" }, t(required ? "nameNoteRequired" : "nameNote")));
+}
+
+export interface ClaimActions {
+  rename(name: string): void;
+  claim(): void;
+  cancel(): void;
+}
+
+/** An invitation opened: the seat it offers, the name to sit down under, and Take the seat
+ * (ClaimSeat). */
+export function renderClaim(invite: Invite, name: string, actions: ClaimActions, busy: boolean): HTMLElement {
+  return h("section", { class: "claim lobby", id: "claim", "aria-labelledby": "claim-heading" },
+    h("h2", { id: "claim-heading" }, t("claimHeading")),
+    h("form", {
+        id: "claim-form",
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          actions.claim();
+        },
+      },
+      h("p", {}, t("claimIntro", { seat: invite.seat + 1 })),
+      nameField(name, busy, actions.rename, true),
+      h("p", { class: "actions" },
+        h("button", { type: "submit", id: "claim-seat", disabled: busy }, t("claimButton")),
+        h("button", { type: "button", id: "claim-cancel", class: "quiet", disabled: busy, onclick: actions.cancel }, t("claimCancel")))));
+}
+
 /** My seat, or undefined on a spectator's page. */
 function mySeat(view: MatchView): number | undefined {
   return view.spectator ? undefined : view.seat;
 }
 
-/** How the table names a seat: "You", "Bot (seat 2)", "Player (seat 3)" (counted from 1). */
-function seatLabel(state: TableState, seat: number): string {
+/** A name a person chose, isolated from the sentence around it (FIRST STRONG ISOLATE … POP
+ * DIRECTIONAL ISOLATE, the plain-text <bdi>): a name written right to left cannot reorder an
+ * English sentence, nor a Latin name an Arabic one. Names always go into the page as text. */
+export function isolate(name: string): string {
+  return `\u2068${name}\u2069`;
+}
+
+/** How the table names a seat: "You", "Strong bot (seat 2)", the name its player chose, or
+ * "Player (seat 3)" (counted from 1). The view says which seats the service's bots play, at
+ * what level, and each person's display name. */
+export function seatLabel(state: TableState, seat: number): string {
   if (seat === mySeat(state.view)) return t("you");
-  return t(state.bots.has(seat) ? "seatBot" : "seatPlayer", { seat: seat + 1 });
+  const summary = state.view.seats[seat];
+  const bot = BOT_LABELS[summary?.bot ?? BotLevel.UNSPECIFIED];
+  if (bot) return t(bot, { seat: seat + 1 });
+  if (summary?.displayName) return isolate(summary.displayName);
+  return t("seatPlayer", { seat: seat + 1 });
+}
+
+/** A seat's name as a heading's content: a person's name in its own <bdi> element. */
+function seatHeading(state: TableState, seat: number): Node | string {
+  const name = state.view.seats[seat]?.displayName;
+  return seat !== mySeat(state.view) && name ? h("bdi", {}, name) : seatLabel(state, seat);
+}
+
+/** Whether a person plays the seat (not one of the service's bots). */
+function isPerson(view: MatchView, seat: number): boolean {
+  return (view.seats[seat]?.bot ?? BotLevel.UNSPECIFIED) === BotLevel.UNSPECIFIED;
+}
+
+/** What a person's seat shows of its player: invited and not here yet, here, or away. */
+function presence(state: TableState, seat: number): HTMLElement | null {
+  if (!isPerson(state.view, seat)) return null;
+  if (state.view.seats[seat]?.claim === SeatClaim.OPEN) return h("span", { class: "badge presence open" }, t("presenceInvited"));
+  const connected = state.connected[seat];
+  if (connected === undefined) return null;
+  return h("span", { class: connected ? "badge presence here" : "badge presence away" }, t(connected ? "presenceHere" : "presenceAway"));
+}
+
+/** SeatClaim as the seat's data-claim attribute ("open", "claimed", "creator", "token"). */
+function claimName(claim: SeatClaim | undefined): string {
+  return claim === undefined || claim === SeatClaim.UNSPECIFIED ? "" : SeatClaim[claim].toLowerCase();
 }
 
 /** A side's seats, mine first: "You and Bot (seat 3)"; without partnerships, the seat's name. */
@@ -222,7 +330,8 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
   const direction = state.rules?.seatingDirection ?? SeatingDirection.UNSPECIFIED;
   // Every seat but mine sits around the felt (every seat, for a spectator: seat 0 at the bottom).
   const around = Array.from({ length: count }, (_, seat) => seat).filter((seat) => seat !== me);
-  const over = view.status !== MatchStatus.PLAYING;
+  // Between hands (or while the last hand's sheet is still open) the sheet takes the hand's place.
+  const between = view.status !== MatchStatus.PLAYING || state.sheet !== undefined;
 
   return h(
     "div",
@@ -244,13 +353,12 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
         : null,
       state.moment ? h("div", { id: "moment", class: "moment", "data-kind": state.moment.kind, "aria-hidden": "true" }, state.moment.text) : null,
     ),
-    me === undefined || over ? null : renderHand(state, myTurn, actions),
-    chosen?.card && myTurn ? renderPlans(chosen.card, chosen, state, actions) : null,
-    over && state.scoreboard ? renderSheet(state, state.scoreboard, actions) : null,
+    me === undefined || between ? null : renderHand(state, myTurn, actions),
+    chosen?.card && myTurn && !between ? renderPlans(chosen.card, chosen, state, actions) : null,
+    state.sheet ? renderSheet(state, state.sheet, actions) : null,
     renderScores(state),
     renderLog(state),
-    Object.entries(state.invites).map(([seat, link]) =>
-      renderLink(`invite-${seat}`, t("inviteLabel", { seat: Number(seat) + 1 }), link, actions)),
+    renderInvitations(state, actions),
     state.watchLink ? renderLink("watch", t("watchLabel"), state.watchLink, actions) : null,
     renderRules(state.rules),
   );
@@ -260,7 +368,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
 function standing(state: TableState, seat: number): HTMLElement {
   const side = state.view.sides[state.view.seats[seat]?.side ?? seat];
   const basras = side?.basras ?? 0;
-  return h("p", { class: "standing" },
+  return h("p", { class: "standing", "data-seat": seat },
     h("span", { class: "points" }, t("points", { count: side?.score ?? 0 })),
     " · ",
     h("span", { class: "pile" }, t("pile", { count: side?.capturedCount ?? 0 })),
@@ -275,9 +383,19 @@ function renderSeat(state: TableState, seat: number, place: Place): HTMLElement 
   const me = mySeat(view);
   const partner = me !== undefined && seat !== me && view.seats[seat]?.side === view.side;
   const toPlay = view.status === MatchStatus.PLAYING && view.toPlay === seat;
-  return h("section", { class: ["seat", toPlay ? "to-play" : "", partner ? "partner" : ""].filter(Boolean).join(" "), "data-seat": seat, "data-place": place, "aria-labelledby": `seat-heading-${seat}` },
+  const connected = state.connected[seat];
+  return h("section", {
+      class: ["seat", toPlay ? "to-play" : "", partner ? "partner" : ""].filter(Boolean).join(" "),
+      "data-seat": seat,
+      "data-place": place,
+      // For tools and tests: how the seat is held, and whether its player is connected.
+      "data-claim": claimName(view.seats[seat]?.claim),
+      "data-connected": connected === undefined ? undefined : String(connected),
+      "aria-labelledby": `seat-heading-${seat}`,
+    },
     h("div", { class: "seat-head" },
-      h("h2", { id: `seat-heading-${seat}` }, seatLabel(state, seat)),
+      h("h2", { id: `seat-heading-${seat}` }, seatHeading(state, seat)),
+      presence(state, seat),
       partner ? h("span", { class: "badge partner" }, t("partner")) : null,
       seat === view.dealer ? h("span", { class: "badge" }, t("dealer")) : null,
       toPlay ? h("span", { class: "badge turn-badge" }, t("toPlay")) : null),
@@ -287,10 +405,11 @@ function renderSeat(state: TableState, seat: number, place: Place): HTMLElement 
   );
 }
 
-/** The last play, until the next one: who, the card, what it took (and a basra). */
+/** The last play, until the next one (the hand's last stays until the next deal): who, the card,
+ * what it took (and a basra). */
 function renderLastPlay(state: TableState): HTMLElement | null {
   const played = state.view.lastPlay;
-  if (!played?.card || state.view.status !== MatchStatus.PLAYING) return null;
+  if (!played?.card) return null;
   return h("section", { id: "last-play", class: played.basra ? "last-play basra" : "last-play", "data-seat": played.seat, "aria-labelledby": "last-play-heading" },
     h("h2", { id: "last-play-heading", class: "visually-hidden" }, t("lastPlay")),
     h("p", { class: "minis" },
@@ -465,10 +584,11 @@ function specialsText(rules: RuleSystem | undefined): string {
 }
 
 /** The last hand's score sheet, one column per side, as HandScored and Score report it; then
- * the next deal, or the match's result. */
-function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableActions): HTMLElement {
+ * the next deal (or, once a bot or another player has dealt it, a button to go on to it), or the
+ * match's result. */
+function renderSheet(state: TableState, sheet: Sheet, actions: TableActions): HTMLElement {
   const { view } = state;
-  const hand = scoreboard.hands.at(-1);
+  const { hand } = sheet;
   const sides = hand?.sides ?? [];
   const row = (label: string, value: (side: number) => number) =>
     h("tr", {}, h("th", { scope: "row" }, label), sides.map(({ side }) => h("td", {}, formatNumber(value(side)))));
@@ -476,8 +596,7 @@ function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableAc
   // "Majority (27 cards or more)", or where the most cards is the whole rule, just that.
   const threshold = state.rules?.majorityMinCards ?? 0;
   const majority = threshold > 1 ? t("sheetMajority", { count: threshold }) : t("sheetMajorityMost");
-  const winner = scoreboard.winnerSide;
-  const tie = view.status === MatchStatus.HAND_OVER && scoreboard.sideTotals.some((total) => total >= scoreboard.target);
+  const winner = view.status === MatchStatus.MATCH_OVER ? view.winnerSide : undefined;
   const specials = specialsText(state.rules);
   return h(
     "section",
@@ -495,22 +614,25 @@ function renderSheet(state: TableState, scoreboard: Scoreboard, actions: TableAc
               row(t("sheetBasras"), (side) => figure(side)?.basras ?? 0),
               row(t("sheetBasraPoints"), (side) => figure(side)?.basraPoints ?? 0),
               row(t("sheetHand"), (side) => figure(side)?.total ?? 0),
-              row(t("sheetMatch"), (side) => scoreboard.sideTotals[side] ?? 0))),
+              row(t("sheetMatch"), (side) => sheet.sideTotals[side] ?? 0))),
           // What the less obvious rows mean, in words.
           h("p", { class: "note", id: "sheet-carry-note" }, t("sheetCarryNote")),
           specials ? h("p", { class: "note", id: "sheet-specials-note" }, t("sheetSpecialsNote", { cards: specials })) : null,
         ]
       : null,
-    tie ? h("p", { id: "extra-hand" }, t("extraHand")) : null,
+    sheet.extraHand && winner === undefined ? h("p", { id: "extra-hand" }, t("extraHand")) : null,
     winner !== undefined
       ? [
           h("p", { id: "result", class: "result", role: "status" }, resultText(state, winner)),
           h("button", { type: "button", id: "new-match", onclick: actions.newMatch }, t("newMatch")),
         ]
       // Any seat deals the next hand (the deal is the same whoever asks); a spectator cannot.
-      : mySeat(view) === undefined
-        ? null
-        : h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", disabled: state.busy, onclick: actions.nextHand }, t("nextHand")),
+      // Once it is dealt (by a bot that deals it, or another player) the button goes on to it.
+      : view.status === MatchStatus.PLAYING
+        ? h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", onclick: actions.nextHand }, t("goOn", { hand: view.handNumber }))
+        : mySeat(view) === undefined
+          ? null
+          : h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", disabled: state.busy, onclick: actions.nextHand }, t("nextHand")),
   );
 }
 
@@ -558,6 +680,11 @@ export function describe(event: MatchEvent, state: TableState): string | undefin
       return t("gameEnded", { game: what.value.game, who: sideLabel(state, what.value.winnerSide) });
     case "matchEnded":
       return resultText(state, what.value.winnerSide);
+    case "seatChanged": {
+      const { seat, claim, displayName } = what.value;
+      if (claim === SeatClaim.OPEN) return t("seatReopened", { seat: seat + 1 });
+      return t("seatClaimed", { who: displayName ? isolate(displayName) : t("seatPlayer", { seat: seat + 1 }), seat: seat + 1 });
+    }
     default:
       return undefined;
   }
@@ -574,6 +701,33 @@ function renderLog(state: TableState): HTMLElement {
   );
 }
 
+/** The creator's list of the other people's seats: who has joined, the invitation link of each
+ * seat still open, and a button that gives a seat a new invitation (a lost player's, or a link
+ * sent to the wrong person). */
+function renderInvitations(state: TableState, actions: TableActions): HTMLElement | null {
+  const { view } = state;
+  const me = mySeat(view);
+  if (me === undefined || view.seats[me]?.claim !== SeatClaim.CREATOR) return null;
+  const seats = view.seats.map((_, seat) => seat).filter((seat) => seat !== me && isPerson(view, seat));
+  if (seats.length === 0) return null;
+  return h("section", { class: "invites", id: "invites", "aria-labelledby": "invites-heading" },
+    h("h2", { id: "invites-heading" }, t("invitesHeading")),
+    seats.map((seat) => {
+      const summary = view.seats[seat];
+      const open = summary?.claim === SeatClaim.OPEN;
+      const link = state.invites[seat];
+      const status = open
+        ? t("seatWaiting", { seat: seat + 1 })
+        : summary?.displayName
+          ? t("seatJoined", { seat: seat + 1, name: isolate(summary.displayName) })
+          : t("seatTaken", { seat: seat + 1 });
+      return h("div", { class: "invite", "data-seat": seat, "data-claim": claimName(summary?.claim) },
+        h("p", { class: "invite-status" }, status, " ", presence(state, seat)),
+        open && link ? renderLink(`invite-${seat}`, t("inviteLabel", { seat: seat + 1 }), link, actions) : null,
+        h("button", { type: "button", id: `reissue-${seat}`, class: "quiet", "data-focus": `reissue-${seat}`, disabled: state.busy, onclick: () => actions.reissue(seat) }, t("reissue", { seat: seat + 1 })));
+    }));
+}
+
 /** A link to hand on (an invitation, the spectator link), with a button to copy it. The link
  * is an address, so it reads left to right even inside a right-to-left page. */
 function renderLink(id: string, label: string, link: string, actions: TableActions): HTMLElement {
@@ -582,7 +736,7 @@ function renderLink(id: string, label: string, link: string, actions: TableActio
     { class: "link" },
     h("label", { for: `${id}-link` }, label),
     h("input", { id: `${id}-link`, type: "text", dir: "ltr", readonly: true, value: link, onfocus: (event: Event) => (event.target as HTMLInputElement).select() }),
-    h("button", { type: "button", id: `copy-${id}`, onclick: () => actions.copy(link) }, t("copyLink")),
+    h("button", { type: "button", id: `copy-${id}`, onclick: () => actions.copy(link, `${id}-link`) }, t("copyLink")),
   );
 }
 

@@ -42,6 +42,11 @@ def token_text(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
+def token_raw(token: str) -> bytes:
+    """The raw bytes of a token string ``token_text`` made."""
+    return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+
+
 def token_hash(token: str) -> bytes:
     """What the store keeps of a token."""
     return hashlib.sha256(token.encode()).digest()
@@ -215,7 +220,7 @@ def seal_tokens(request_id: str, raw_tokens: Sequence[bytes]) -> bytes:
 
 
 def open_tokens(request_id: str, sealed: bytes, seats: int) -> list[bytes]:
-    """The raw seat tokens ``seal_tokens`` encrypted.
+    """The ``seats`` raw secrets ``seal_tokens`` encrypted.
 
     Raises:
         ValueError: the record was not sealed with this request_id or was altered.
@@ -228,6 +233,27 @@ def open_tokens(request_id: str, sealed: bytes, seats: int) -> list[bytes]:
         raise ValueError("sealed tokens do not open with this request_id")
     plain = bytes(a ^ b for a, b in zip(body, _keystream(key, len(body)), strict=True))
     return [plain[i : i + TOKEN_BYTES] for i in range(0, len(plain), TOKEN_BYTES)]
+
+
+def seal_for_invitation(invitation: str, raw_token: bytes) -> bytes:
+    """A seat's raw token sealed under its invitation (``seal_tokens``): what the seat table
+    keeps, so that the claim (and the retries of a claim) can hand the token out while the
+    store holds neither the token nor the invitation."""
+    return seal_tokens(_INVITATION_SEAL + invitation, [raw_token])
+
+
+def open_for_invitation(invitation: str, sealed: bytes) -> bytes:
+    """The raw token ``seal_for_invitation`` sealed under ``invitation``.
+
+    Raises:
+        ValueError: it was not sealed under this invitation.
+    """
+    return open_tokens(_INVITATION_SEAL + invitation, sealed, 1)[0]
+
+
+_INVITATION_SEAL: Final = "basra/invitation/"
+"""What an invitation's seal key is derived from, apart from every request_id's (a creating
+request_id is a UUID, never this)."""
 
 
 def _key(request_id: str) -> bytes:

@@ -331,6 +331,18 @@ class Settings:
         "BASRA_WATCH_POLL_SECONDS",
         "seconds between checks (PING) of the shared WatchMatch reader's Redis connection",
     )
+    presence_interval_s: float = setting(
+        5.0,
+        "BASRA_PRESENCE_INTERVAL_SECONDS",
+        "seconds between two renewals of the presence of the seats whose WatchMatch streams "
+        "this replica serves (one Redis round trip per 500 matches)",
+    )
+    presence_ttl_s: float = setting(
+        15.0,
+        "BASRA_PRESENCE_TTL_SECONDS",
+        "seconds a seat stays connected after its stream's last renewal when the replica "
+        "serving it stops without a goodbye; more than the renewal interval",
+    )
     http_listen: str | None = setting(
         "[::]:8080",
         "BASRA_HTTP_LISTEN",
@@ -416,6 +428,11 @@ class Settings:
             raise SettingError("drain_s", "must be 0 or more")
         if self.bot_pace_s < 0:
             raise SettingError("bot_pace_s", "must be 0 or more")
+        if self.presence_ttl_s <= self.presence_interval_s:
+            raise SettingError(
+                "presence_ttl_s",
+                "must be more than the renewal interval (--presence-interval-seconds)",
+            )
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):

@@ -32,6 +32,7 @@ from basra.engine.game import current_target
 from basra.engine.profile import RUBBER_FINAL_TARGET, RUBBER_WINS, RULE_SYSTEMS, RuleSystem
 from basra.engine.rules import BASRA_VALUE, BasraValue, MajorityTie, SevenRule
 from basra.service.errors import Reason, ServiceError, invalid_argument
+from basra.service.records import Seating
 from basra.v1 import basra_service_pb2, game_pb2, rules_pb2
 
 _STATUS = {
@@ -93,14 +94,22 @@ _SPECIALS: Final = _card_fields(game_pb2.SideSummary, "captured_specials")
 
 
 def view_to_pb(
-    state: State, seat: int, match_id: str, version: int, bots: bytes = b""
+    state: State,
+    seat: int,
+    match_id: str,
+    version: int,
+    bots: bytes = b"",
+    seating: Seating | None = None,
+    connected: frozenset[int] | None = None,
 ) -> game_pb2.MatchView:
     """One seat's view: its own hand and the table, never another hand or the stock's order.
 
-    ``bots`` holds each seat's BotLevel, indexed by seat (0, or no entry: a person).
+    ``bots`` holds each seat's BotLevel, indexed by seat (0, or no entry: a person);
+    ``seating`` each seat's holder and name; ``connected`` the seats connected now, when the
+    call read presence (None: SeatSummary.connected stays unset).
     """
     out = game_pb2.MatchView()
-    fill_view(out, state, seat, match_id, version, bots)
+    fill_view(out, state, seat, match_id, version, bots, seating, connected)
     return out
 
 
@@ -111,6 +120,8 @@ def fill_view(
     match_id: str,
     version: int,
     bots: bytes = b"",
+    seating: Seating | None = None,
+    connected: frozenset[int] | None = None,
 ) -> None:
     """``view_to_pb``'s view, written into ``out`` (empty), such as a response's own view:
     a view given to a response's constructor is copied (serialized and parsed again)."""
@@ -164,6 +175,15 @@ def fill_view(
     for s, level in enumerate(bots):
         if level:
             seats[s].bot = level  # type: ignore[assignment]
+    if seating is not None:
+        for s, (claim, name) in enumerate(zip(seating.claims, seating.names, strict=True)):
+            holder = seats[s]
+            holder.claim = claim  # type: ignore[assignment]
+            if name:
+                holder.display_name = name
+    if connected is not None:
+        for s in range(state.seats):
+            seats[s].connected = s in connected or (s < len(bots) and bots[s] > 0)
     sides = out.sides
     for side in range(profile.sides):
         summary = sides.add(
@@ -199,11 +219,19 @@ def fill_view(
 
 
 def spectator_view_to_pb(
-    state: State, match_id: str, version: int, bots: bytes = b""
+    state: State,
+    match_id: str,
+    version: int,
+    bots: bytes = b"",
+    seating: Seating | None = None,
+    connected: frozenset[int] | None = None,
 ) -> game_pb2.MatchView:
     """A spectator's view: what every seat's view shows alike, no hand at all, and no card only
     some seats may see (the stock's bottom card shown to its dealer)."""
-    views = [view_to_pb(state, seat, match_id, version, bots) for seat in range(state.seats)]
+    views = [
+        view_to_pb(state, seat, match_id, version, bots, seating, connected)
+        for seat in range(state.seats)
+    ]
     public = views[0]
     public.ClearField("hand")
     if not all(v.HasField("bottom_card") for v in views):
@@ -407,6 +435,17 @@ def event_to_pb(event: Event, version: int, after: State) -> game_pb2.MatchEvent
                 side_totals=event.totals,
             )
         )
+    return out
+
+
+def seat_changed_to_pb(version: int, seat: int, claim: int, name: str) -> game_pb2.MatchEvent:
+    """The public event of a change of a seat's holder (a claim, a reissued invitation)."""
+    out = game_pb2.MatchEvent(version=version, version_complete=True)
+    changed = out.seat_changed
+    changed.SetInParent()
+    changed.seat = seat
+    changed.claim = claim  # type: ignore[assignment]
+    changed.display_name = name
     return out
 
 

@@ -53,6 +53,7 @@ class Reason(enum.IntEnum):
     UNKNOWN_RULES = errors_pb2.ERROR_REASON_UNKNOWN_RULES
     SEATS_NOT_ALLOWED = errors_pb2.ERROR_REASON_SEATS_NOT_ALLOWED
     OPTION_NOT_AVAILABLE = errors_pb2.ERROR_REASON_OPTION_NOT_AVAILABLE
+    DISPLAY_NAME_INVALID = errors_pb2.ERROR_REASON_DISPLAY_NAME_INVALID
     TOKEN_MISSING = errors_pb2.ERROR_REASON_TOKEN_MISSING
     TOKEN_INVALID = errors_pb2.ERROR_REASON_TOKEN_INVALID
     API_KEY_MISSING = errors_pb2.ERROR_REASON_API_KEY_MISSING
@@ -61,6 +62,9 @@ class Reason(enum.IntEnum):
     WATCH_TOKEN_READ_ONLY = errors_pb2.ERROR_REASON_WATCH_TOKEN_READ_ONLY
     WATCH_TOKENS_UNSUPPORTED = errors_pb2.ERROR_REASON_WATCH_TOKENS_UNSUPPORTED
     WATCH_TOKEN_REVOKED = errors_pb2.ERROR_REASON_WATCH_TOKEN_REVOKED
+    SEAT_TOKEN_REVOKED = errors_pb2.ERROR_REASON_SEAT_TOKEN_REVOKED
+    INVITATION_INVALID = errors_pb2.ERROR_REASON_INVITATION_INVALID
+    NOT_MATCH_CREATOR = errors_pb2.ERROR_REASON_NOT_MATCH_CREATOR
     MATCH_NOT_FOUND = errors_pb2.ERROR_REASON_MATCH_NOT_FOUND
     NOT_YOUR_TURN = errors_pb2.ERROR_REASON_NOT_YOUR_TURN
     CARD_NOT_IN_HAND = errors_pb2.ERROR_REASON_CARD_NOT_IN_HAND
@@ -70,6 +74,7 @@ class Reason(enum.IntEnum):
     HAND_IN_PROGRESS = errors_pb2.ERROR_REASON_HAND_IN_PROGRESS
     HAND_OVER = errors_pb2.ERROR_REASON_HAND_OVER
     MATCH_OVER = errors_pb2.ERROR_REASON_MATCH_OVER
+    INVITATION_CLAIMED = errors_pb2.ERROR_REASON_INVITATION_CLAIMED
     VERSION_MISMATCH = errors_pb2.ERROR_REASON_VERSION_MISMATCH
     HISTORY_TRIMMED = errors_pb2.ERROR_REASON_HISTORY_TRIMMED
     RATE_LIMITED = errors_pb2.ERROR_REASON_RATE_LIMITED
@@ -98,6 +103,7 @@ REASONS: Final[Mapping[Reason, Rule]] = {
     Reason.UNKNOWN_RULES: Rule(_C.INVALID_ARGUMENT, retryable=False),
     Reason.SEATS_NOT_ALLOWED: Rule(_C.INVALID_ARGUMENT, retryable=False),
     Reason.OPTION_NOT_AVAILABLE: Rule(_C.INVALID_ARGUMENT, retryable=False),
+    Reason.DISPLAY_NAME_INVALID: Rule(_C.INVALID_ARGUMENT, retryable=False),
     # Credentials.
     Reason.TOKEN_MISSING: Rule(_C.UNAUTHENTICATED, retryable=False),
     Reason.TOKEN_INVALID: Rule(_C.PERMISSION_DENIED, retryable=False),
@@ -107,6 +113,9 @@ REASONS: Final[Mapping[Reason, Rule]] = {
     Reason.WATCH_TOKEN_READ_ONLY: Rule(_C.PERMISSION_DENIED, retryable=False),
     Reason.WATCH_TOKENS_UNSUPPORTED: Rule(_C.FAILED_PRECONDITION, retryable=False),
     Reason.WATCH_TOKEN_REVOKED: Rule(_C.PERMISSION_DENIED, retryable=False),
+    Reason.SEAT_TOKEN_REVOKED: Rule(_C.PERMISSION_DENIED, retryable=False),
+    Reason.INVITATION_INVALID: Rule(_C.PERMISSION_DENIED, retryable=False),
+    Reason.NOT_MATCH_CREATOR: Rule(_C.PERMISSION_DENIED, retryable=False),
     Reason.MATCH_NOT_FOUND: Rule(_C.NOT_FOUND, retryable=False),
     # The rules forbid the move now: refresh and decide again.
     Reason.NOT_YOUR_TURN: Rule(_C.FAILED_PRECONDITION, retryable=False),
@@ -117,6 +126,7 @@ REASONS: Final[Mapping[Reason, Rule]] = {
     Reason.HAND_IN_PROGRESS: Rule(_C.FAILED_PRECONDITION, retryable=False),
     Reason.HAND_OVER: Rule(_C.FAILED_PRECONDITION, retryable=False),
     Reason.MATCH_OVER: Rule(_C.FAILED_PRECONDITION, retryable=False),
+    Reason.INVITATION_CLAIMED: Rule(_C.FAILED_PRECONDITION, retryable=False),
     # The match moved on: reload, decide again, new request_id.
     Reason.VERSION_MISMATCH: Rule(_C.ABORTED, retryable=False),
     Reason.HISTORY_TRIMMED: Rule(_C.OUT_OF_RANGE, retryable=False),

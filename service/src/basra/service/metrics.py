@@ -28,6 +28,7 @@ from basra.service.store.base import (
     ChangeFeed,
     Commit,
     EventPage,
+    Heartbeat,
     MatchRecord,
     NewMatch,
     Store,
@@ -436,7 +437,7 @@ class InstrumentedStore:
 
     def __init__(self, store: Store, metrics: Metrics) -> None:
         self.inner = store
-        operations = ("load", "create", "commit", "events", "watch", "ping")
+        operations = ("load", "create", "commit", "events", "watch", "presence", "ping")
         # Labelled children resolved once: every call of every play goes through here.
         self._latency = {op: metrics.store_latency.labels(op) for op in operations}
         self._errors = {op: metrics.store_errors.labels(op) for op in operations}
@@ -511,6 +512,15 @@ class InstrumentedStore:
     ) -> bool:
         swap = self.inner.swap_watch_access(match_id, expected, new, revoke=revoke)
         return await self._timed("watch", swap)
+
+    async def heartbeat(
+        self, replica: str, beats: Mapping[str, Heartbeat], now: float, ttl_s: float
+    ) -> dict[str, frozenset[int]]:
+        beat = self.inner.heartbeat(replica, beats, now, ttl_s)
+        return await self._timed("presence", beat)
+
+    async def connected(self, match_ids: Collection[str], now: float) -> dict[str, frozenset[int]]:
+        return await self._timed("presence", self.inner.connected(match_ids, now))
 
     def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:
         return self.inner.feed(on_reconnect)

@@ -56,7 +56,7 @@ from basra.engine import (
     rule_system,
 )
 from basra.engine.game import MAX_SEED
-from basra.service import auth, bots, convert, records, watch
+from basra.service import auth, bots, convert, names, presence, records, watch
 from basra.service.config import Settings
 from basra.service.errors import (
     Reason,
@@ -86,6 +86,7 @@ from basra.v1 import game_pb2
 
 log = logging.getLogger("basra.rpc")
 R = TypeVar("R", bound=Message)
+T = TypeVar("T")
 CAS_ATTEMPTS: Final = 8
 _UNTRACED: Final = contextlib.nullcontext()
 CreateRequest = pb.DealRequest | pb.CreateMatchRequest
@@ -172,7 +173,12 @@ class Servicer:
         missing = [m.name for m in SERVICE.methods if not callable(getattr(self, m.name, None))]
         if missing:
             raise TypeError(f"RPCs of the contract without an implementation: {missing}")
-        self._watchers = watch.Watchers(store, metrics)
+        self._watchers = watch.Watchers(
+            store,
+            metrics,
+            presence_interval_s=settings.presence_interval_s,
+            presence_ttl_s=settings.presence_ttl_s,
+        )
         self._bots = bots.BotPlayer(
             metrics,
             pace_s=settings.bot_pace_s,
@@ -341,8 +347,18 @@ class Servicer:
             raise invalid_argument(
                 "seat", f"seat {request.seat} is a bot seat: name a person's seat"
             )
+        name = ""
+        if request.display_name:
+            name = names.display_name(request.display_name, "display_name")
         return await self._create(
-            request, caller, request_id, profile, pb.CreateMatchResponse, levels
+            request,
+            caller,
+            request_id,
+            profile,
+            pb.CreateMatchResponse,
+            levels,
+            name=name,
+            invitations=request.invitations,
         )
 
     async def ListRules(self, request: pb.ListRulesRequest, caller: Caller) -> pb.ListRulesResponse:
@@ -356,6 +372,9 @@ class Servicer:
         profile: Profile,
         response_type: type[CreateResponse],
         levels: bytes = b"",
+        *,
+        name: str = "",
+        invitations: bool = False,
     ) -> CreateResponse:
         auth.check_api_key(caller.metadata, self._settings.api_key)
         if request.HasField("seed") and not self._settings.allow_seeds:
@@ -367,9 +386,12 @@ class Servicer:
         # Idempotency is the caller's: its scope goes into the derived match id and the seal key.
         request_id = auth.caller_scope(self._settings.api_key) + request_id if request_id else ""
         derived = auth.match_id_for(request_id) if request_id else None
+        invited = _invited_seats(profile.seats, levels, request.seat, invitations=invitations)
         if derived is not None and await self._store.load(derived) is not None:
             # A retry of a creation already made: answer it, whatever the creation rate.
-            return await self._repeat_creation(derived, request_id, fingerprint, response_type)
+            return await self._repeat_creation(
+                derived, request_id, fingerprint, response_type, invited, name
+            )
         self._take_creation(caller)
         for _ in range(3):
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
@@ -378,10 +400,17 @@ class Servicer:
             with self._engine("new_match"):
                 state, events = new_match(seed, profile)
             tokens = [auth.new_token() for _ in range(profile.seats)]
+            codes = [auth.new_token() for _ in invited]
             creation = b""
             if request_id:
-                sealed = auth.seal_tokens(request_id, [raw for _, raw in tokens])
+                # What the response hands out, and nothing more: an invited seat's token is for
+                # its claimant, never for a retry of the creation.
+                handed = [raw for s, (_, raw) in enumerate(tokens) if s not in invited]
+                sealed = auth.seal_tokens(request_id, handed + [raw for _, raw in codes])
                 creation = records.Creation(fingerprint, request.seat, sealed).encode()
+            texts = [text for text, _ in tokens]
+            invitation_codes = [text for text, _ in codes]
+            table = _creation_table(levels, request.seat, name, texts, invited, invitation_codes)
             new = NewMatch(
                 record=MatchRecord(
                     match_id=match_id,
@@ -396,6 +425,7 @@ class Servicer:
                     creation=creation,
                     requests=(b"",) * profile.seats,
                     bots=levels,
+                    table=table,
                 ),
                 entry=Outcome.of(1, state, events).entry(records.new_match_command(seed, profile)),
             )
@@ -404,7 +434,6 @@ class Servicer:
                 self._metrics.hands_dealt.inc()
                 log.info("match created", extra={"match_id": match_id})
                 self._bots.notice(match_id, state, levels)
-                texts = [text for text, _ in tokens]
                 watch_token = await self._bots_watch_token(new.record, texts)
                 return _creation_response(
                     response_type,
@@ -415,9 +444,13 @@ class Servicer:
                     request.seat,
                     levels,
                     watch_token,
+                    _creation_seating(levels, request.seat, name, invited, profile.seats),
+                    dict(zip(invited, invitation_codes, strict=True)),
                 )
             if request_id:
-                return await self._repeat_creation(match_id, request_id, fingerprint, response_type)
+                return await self._repeat_creation(
+                    match_id, request_id, fingerprint, response_type, invited, name
+                )
         raise internal()  # three random 128-bit ids taken: not a thing that happens
 
     def _take_creation(self, caller: Caller) -> None:
@@ -442,21 +475,28 @@ class Servicer:
         request_id: str,
         fingerprint: bytes,
         response_type: type[CreateResponse],
+        invited: Sequence[int],
+        name: str,
     ) -> CreateResponse:
-        """A retried creation: the original response, tokens included."""
+        """A retried creation: the original response, tokens and invitations included."""
         record = await self._load(match_id)
         creation = records.Creation.decode(record.creation)
         if creation is None or not hmac.compare_digest(creation.fingerprint, fingerprint):
             raise _request_id_reused()
         stored = self._states.decode(record.state)
         try:
-            raw_tokens = auth.open_tokens(request_id, creation.sealed_tokens, stored.seats)
+            # The tokens of the seats not invited, then the invitations: as many as seats.
+            raw = auth.open_tokens(request_id, creation.sealed_tokens, stored.seats)
         except ValueError:
             raise _request_id_reused() from None
         self._metrics.idempotent_replays.inc()
         # Version 1 is new_match(seed, profile) by construction: rebuild the original response.
         state, events = new_match(stored.seed, stored.profile)
-        tokens = [auth.token_text(raw) for raw in raw_tokens]
+        held = [s for s in range(stored.seats) if s not in invited]
+        tokens = [""] * stored.seats  # an invited seat's token is not kept for this
+        for seat, secret in zip(held, raw, strict=False):
+            tokens[seat] = auth.token_text(secret)
+        codes = [auth.token_text(secret) for secret in raw[len(held) :]]
         watch_token = await self._bots_watch_token(record, tokens)
         return _creation_response(
             response_type,
@@ -467,6 +507,8 @@ class Servicer:
             creation.seat,
             record.bots,
             watch_token,
+            _creation_seating(record.bots, creation.seat, name, invited, stored.seats),
+            dict(zip(invited, codes, strict=True)),
         )
 
     async def _bots_watch_token(self, record: MatchRecord, tokens: Sequence[str]) -> str:
@@ -600,12 +642,23 @@ class Servicer:
         return pb.ScoreResponse(scoreboard=convert.scoreboard_to_pb(state), version=record.version)
 
     async def GetMatch(self, request: pb.GetMatchRequest, caller: Caller) -> pb.GetMatchResponse:
-        record, seat, state = await self._read_viewer(request.match_id, caller)
+        # The match and its presence read together: one round trip's wait, two reads.
+        (record, seat, state), connected = await asyncio.gather(
+            self._read_viewer(request.match_id, caller), self._connected(request.match_id)
+        )
+        seating = records.seating(record.table, record.bots, state.seats)
+        args = (record.match_id, record.version, record.bots, seating, connected)
         if seat is None:
-            view = convert.spectator_view_to_pb(state, record.match_id, record.version, record.bots)
+            view = convert.spectator_view_to_pb(state, *args)
         else:
-            view = convert.view_to_pb(state, seat, record.match_id, record.version, record.bots)
+            view = convert.view_to_pb(state, seat, *args)
         return pb.GetMatchResponse(view=view)
+
+    async def _connected(self, match_id: str) -> frozenset[int]:
+        """The match's connected seats now (any replica's streams)."""
+        auth.check_match_id(match_id)
+        found = await self._store.connected((match_id,), presence.now())
+        return found[match_id]
 
     async def CreateWatchToken(
         self, request: pb.CreateWatchTokenRequest, caller: Caller
@@ -644,6 +697,168 @@ class Servicer:
                 return pb.RevokeWatchTokensResponse(watch_token=watch_token)
             record = await self._load(record.match_id)
         raise _access_kept_changing(record)
+
+    # -- Seats: claims and invitations ----------------------------------------------------
+
+    async def ClaimSeat(self, request: pb.ClaimSeatRequest, caller: Caller) -> pb.ClaimSeatResponse:
+        match_id = auth.check_match_id(request.match_id)
+        if not request.invitation:
+            raise invalid_argument("invitation", "is required: the code of the invitation")
+        request_id = auth.check_request_id(request.request_id)
+        name = names.display_name(request.display_name, "display_name")
+        asked = auth.request_hash(request_id) if request_id else b""
+        fingerprint = (
+            auth.fingerprint(_rpc(request), _without_request_id(request)) if request_id else b""
+        )
+        invitation = request.invitation
+
+        def claim(record: MatchRecord) -> tuple[Change | None, tuple[int, str]]:
+            table = records.Table.decode(record.table) if record.table else None
+            hashes = [h.invitation for h in table.holders] if table else []
+            seat = auth.seat_or_none(invitation, hashes)
+            if table is None or seat is None:
+                raise _invitation_invalid(match_id)
+            holder = table.holders[seat]
+            if holder.claim == records.CLAIMED:
+                done = holder.claim_request
+                if asked and done and hmac.compare_digest(done[:16], asked):
+                    if not hmac.compare_digest(done[16:], fingerprint):
+                        raise _request_id_reused()
+                    self._metrics.idempotent_replays.inc()
+                    return None, (seat, _unsealed(invitation, holder.sealed))
+                raise ServiceError(
+                    Reason.INVITATION_CLAIMED,
+                    f"this invitation to seat {seat} was claimed already",
+                    {"seat": seat},
+                )
+            if holder.claim != records.CLAIM_OPEN:
+                raise _invitation_invalid(match_id)
+            # The sealed token stays only for the retries of a claim that sent a request_id.
+            claimed = records.SeatHolder(
+                records.CLAIMED,
+                name,
+                holder.invitation,
+                holder.sealed if asked else b"",
+                asked + fingerprint,
+            )
+            changed = record._replace(table=table.with_holder(seat, claimed).encode())
+            entry = _seat_entry(record.version + 1, seat, holder, claimed)
+            return (changed, entry), (seat, _unsealed(invitation, holder.sealed))
+
+        record, (seat, token) = await self._seat_change(match_id, claim)
+        state = self._states.decode(record.state)
+        view = convert.view_to_pb(
+            state,
+            seat,
+            match_id,
+            record.version,
+            record.bots,
+            records.seating(record.table, record.bots, state.seats),
+            await self._connected(match_id),
+        )
+        log.info("seat claimed", extra={"match_id": match_id, "seat": seat})
+        return pb.ClaimSeatResponse(seat_token=pb.SeatToken(seat=seat, token=token), view=view)
+
+    async def ReissueInvitation(
+        self, request: pb.ReissueInvitationRequest, caller: Caller
+    ) -> pb.ReissueInvitationResponse:
+        token, record, _ = await self._seat_of_match(request.match_id, caller)
+        target = request.seat
+
+        def reissue(record: MatchRecord) -> tuple[Change | None, tuple[int, str]]:
+            caller_seat = auth.seat_of(token, record.token_hashes)
+            table = records.Table.decode(record.table) if record.table else None
+            if table is None or table.creator != caller_seat:
+                raise ServiceError(
+                    Reason.NOT_MATCH_CREATOR,
+                    "only the seat that created the match reissues its invitations",
+                    {"seat": caller_seat},
+                )
+            seats = len(record.token_hashes)
+            if target not in range(seats):
+                raise invalid_argument("seat", f"must be 0..{seats - 1}")
+            if target == table.creator:
+                raise invalid_argument("seat", "is the creator's own seat")
+            if record.bots and record.bots[target]:
+                raise invalid_argument("seat", f"seat {target} is a bot seat: it has no holder")
+            code, _ = auth.new_token()
+            new_token, new_raw = auth.new_token()
+            holder = records.SeatHolder(
+                records.CLAIM_OPEN,
+                invitation=auth.token_hash(code),
+                sealed=auth.seal_for_invitation(code, new_raw),
+            )
+            hashes = list(record.token_hashes)
+            revoked, hashes[target] = hashes[target], auth.token_hash(new_token)
+            requests = list(record.requests)
+            requests[target] = b""  # the revoked holder's request record is not the new one's
+            changed = record._replace(
+                token_hashes=tuple(hashes),
+                requests=tuple(requests),
+                table=table.with_holder(target, holder).encode(),
+            )
+            entry = _seat_entry(record.version + 1, target, table.holders[target], holder, revoked)
+            return (changed, entry), (caller_seat, code)
+
+        record, (seat, code) = await self._seat_change(record.match_id, reissue, record)
+        state = self._states.decode(record.state)
+        view = convert.view_to_pb(
+            state,
+            seat,
+            record.match_id,
+            record.version,
+            record.bots,
+            records.seating(record.table, record.bots, state.seats),
+        )
+        log.info("invitation reissued", extra={"match_id": record.match_id, "seat": target})
+        return pb.ReissueInvitationResponse(
+            invitation=pb.Invitation(seat=target, code=code), view=view
+        )
+
+    async def _seat_change(
+        self,
+        match_id: str,
+        decide: Callable[[MatchRecord], tuple[Change | None, T]],
+        record: MatchRecord | None = None,
+    ) -> tuple[MatchRecord, T]:
+        """Commit a change of a seat's holder exactly once: ``decide`` answers, from a record,
+        the changed record (at that record's version: the new version is set here) with its
+        event entry, or None when nothing is to change, and what the call answers. It runs
+        again on the current record when another change won the race. Answers the record
+        the answer stands on."""
+        if record is None:
+            record = await self._load(match_id)
+        for _ in range(CAS_ATTEMPTS):
+            change, result = decide(record)
+            if change is None:
+                return record, result
+            changed, entry = change
+            changed = changed._replace(version=record.version + 1)
+            finished = self._states.decode(record.state).winner is not None
+            commit = Commit(record.version, changed, entry, finished=finished)
+            local = self._watchers.committing(match_id)
+            applied = False
+            try:
+                applied, current = await self._store.commit_or_current(match_id, commit)
+            finally:
+                if local is not None:
+                    self._watchers.committed(match_id, local, entry if applied else None)
+            if applied:
+                self._records.put(changed)
+                self._notice(changed)
+                return changed, result
+            self._metrics.version_conflicts.inc()
+            if current is None:
+                self._records.forget(match_id)
+                raise _not_found(match_id)
+            self._records.put(current)
+            self._notice(current)
+            record = current
+        raise ServiceError(
+            Reason.VERSION_MISMATCH,
+            "the match kept changing under this call: call it again",
+            {"current_version": record.version},
+        )
 
     async def _seat_of_match(self, match_id: str, caller: Caller) -> tuple[str, MatchRecord, int]:
         """The caller's seat token, the match and the seat, for a call that needs a seat.
@@ -717,9 +932,12 @@ class Servicer:
             )
         if state.winner is not None and request.after_version >= record.version:
             return _no_responses()  # the match is over and everything was sent
-        # A spectator's stream ends once its watch token stops working (WATCH_TOKEN_REVOKED).
+        # A spectator's stream ends once its watch token stops working (WATCH_TOKEN_REVOKED); a
+        # seat's once the version that revokes its token is sent (SEAT_TOKEN_REVOKED).
         access = salt if seat is None else None
-        stream = self._watchers.open(record.match_id, seat, request.after_version, access)
+        token = b"" if seat is None else record.token_hashes[seat]
+        info = watch.StreamInfo(state.seats, record.bots, token, presence=request.presence)
+        stream = self._watchers.open(record.match_id, seat, request.after_version, access, info)
         # A stream waiting on an idle match writes nothing, so its transport would never notice
         # the client leave: the end of the call releases the stream's place at once.
         caller.ended.add_done_callback(stream.leave)
@@ -745,8 +963,11 @@ class Servicer:
         self._notice(record)
         return record
 
-    async def _state_at(self, match_id: str, version: int) -> State:
-        """The match's state at ``version``, replayed from its event entries.
+    async def _history_at(
+        self, match_id: str, version: int, record: MatchRecord
+    ) -> tuple[State, records.Seating]:
+        """The match's state at ``version``, replayed from its event entries, and its seating
+        then (``record``'s, the seat changes committed since undone).
 
         Raises:
             ServiceError: OUT_OF_RANGE / HISTORY_TRIMMED when the entries from version 1 are no
@@ -755,7 +976,8 @@ class Servicer:
         page = await self._store.events(match_id, 0)
         if page.oldest_version is None:
             raise _not_found(match_id)
-        state = records.replay([(e.version, e.command) for e in page.entries], version)
+        entries = page.entries
+        state = records.replay([(e.version, e.command) for e in entries], version)
         if state is None:
             raise ServiceError(
                 Reason.HISTORY_TRIMMED,
@@ -763,7 +985,9 @@ class Servicer:
                 "given again: call GetMatch to see whether it was applied",
                 {"after_version": version, "oldest_version": page.oldest_version},
             )
-        return state
+        since = [e.command for e in entries if version < e.version <= record.version]
+        now = records.seating(record.table, record.bots, state.seats)
+        return state, records.seating_before(now, since)
 
     async def _read(self, match_id: str, caller: Caller) -> tuple[MatchRecord, int, State]:
         """The match, the caller's seat and the state, for a read-only call of a seat."""
@@ -839,14 +1063,16 @@ class Servicer:
                         if previous.response is not None:  # a record from before versions
                             return response_type.FromString(previous.response)
                         # The same request on the state it ran on gives the original response.
-                        before = await self._state_at(match_id, previous.version - 1)
-                        return act(before, seat, previous.version, record.bots)[0]
+                        before, then = await self._history_at(
+                            match_id, previous.version - 1, record
+                        )
+                        return act(before, seat, previous.version, record.bots, then)[0]
                 if expected is not None and expected != record.version:
                     raise _version_mismatch(expected, record.version)
                 version = record.version + 1
-                response, after, entry = act(
-                    self._states.decode(record.state), seat, version, record.bots
-                )
+                state = self._states.decode(record.state)
+                seating = records.seating(record.table, record.bots, state.seats)
+                response, after, entry = act(state, seat, version, record.bots, seating)
             except (ServiceError, BasraError):
                 if record is not remembered:
                     raise
@@ -869,6 +1095,7 @@ class Servicer:
                 requests=tuple(requests),
                 watch_hashes=record.watch_hashes,
                 bots=record.bots,
+                table=record.table,
             )
             commit = Commit(
                 expected_version=record.version,
@@ -925,48 +1152,116 @@ def _creation_response(
     events: Sequence[Event],
     tokens: Sequence[str],
     seat: int,
-    levels: bytes = b"",
-    watch_token: str = "",
+    levels: bytes,
+    watch_token: str,
+    seating: records.Seating,
+    invitations: Mapping[int, str],
 ) -> CreateResponse:
-    """A creation's response: the person seats' tokens (a bot seat has none); with bots only,
-    the public view and events and the watch token."""
+    """A creation's response: the tokens of the person seats not invited (a bot seat has
+    none), the invitations; with bots only, the public view and events and the watch token."""
     outcome = Outcome.of(1, state, events)
     response = response_type(
         match_id=match_id,
         seat_tokens=[
             pb.SeatToken(seat=s, token=t)
             for s, t in enumerate(tokens)
-            if not (levels and levels[s])
+            if not (levels and levels[s]) and s not in invitations
         ],
     )
+    if invitations:
+        assert isinstance(response, pb.CreateMatchResponse)
+        response.invitations.extend(
+            pb.Invitation(seat=s, code=code) for s, code in invitations.items()
+        )
     if watch_token:
         assert isinstance(response, pb.CreateMatchResponse)
         response.watch_token = watch_token
         response.events.extend(outcome.public)
-        response.view.CopyFrom(convert.spectator_view_to_pb(state, match_id, 1, levels))
+        response.view.CopyFrom(convert.spectator_view_to_pb(state, match_id, 1, levels, seating))
         return response
     response.events.extend(outcome.for_seat(seat))
-    convert.fill_view(response.view, state, seat, match_id, 1, levels)
+    convert.fill_view(response.view, state, seat, match_id, 1, levels, seating)
     return response
 
 
-Act = Callable[[State, int, int, bytes], tuple[R, State, EventEntry]]
+def _invited_seats(seats: int, levels: bytes, creator: int, *, invitations: bool) -> list[int]:
+    """The seats a creation gives invitations to: with invitations, every person seat but the
+    creator's."""
+    if not invitations:
+        return []
+    return [s for s in range(seats) if s != creator and not (levels and levels[s])]
+
+
+def _creation_seating(
+    levels: bytes, creator: int, name: str, invited: Sequence[int], seats: int
+) -> records.Seating:
+    """How a creation seats its match (``_creation_table``'s claims and names), secrets aside."""
+    claims = []
+    for seat in range(seats):
+        if levels and levels[seat]:
+            claims.append(records.CLAIM_NONE)
+        elif seat == creator:
+            claims.append(records.CLAIM_CREATOR)
+        else:
+            claims.append(records.CLAIM_OPEN if seat in invited else records.CLAIM_TOKEN)
+    names = tuple(
+        name if seat == creator and claim == records.CLAIM_CREATOR else ""
+        for seat, claim in enumerate(claims)
+    )
+    return records.Seating(tuple(claims), names)
+
+
+def _creation_table(
+    levels: bytes,
+    creator: int,
+    name: str,
+    tokens: Sequence[str],
+    invited: Sequence[int],
+    codes: Sequence[str],
+) -> bytes:
+    """The seat table a creation stores: the creator's seat under its name, each invited seat
+    open with its invitation's hash and its token sealed under the invitation, every other
+    person seat's token handed out."""
+    code_of = dict(zip(invited, codes, strict=True))
+    holders = []
+    for seat, token in enumerate(tokens):
+        if levels and levels[seat]:
+            holders.append(records.SeatHolder(records.CLAIM_NONE))
+        elif seat == creator:
+            holders.append(records.SeatHolder(records.CLAIM_CREATOR, name))
+        elif seat in code_of:
+            code = code_of[seat]
+            raw = auth.token_raw(token)
+            holders.append(
+                records.SeatHolder(
+                    records.CLAIM_OPEN,
+                    invitation=auth.token_hash(code),
+                    sealed=auth.seal_for_invitation(code, raw),
+                )
+            )
+        else:
+            holders.append(records.SeatHolder(records.CLAIM_TOKEN))
+    return records.Table(creator, tuple(holders)).encode()
+
+
+Act = Callable[[State, int, int, bytes, records.Seating], tuple[R, State, EventEntry]]
+"""A change: (state, seat, new version, the seats' bot levels, the seating) -> (response, state
+after, entry)."""
 Engine = Callable[[str], contextlib.AbstractContextManager[Any]]
 """Spans the engine's work by name in a traced call (``Servicer._engine``)."""
-"""A change: (state, seat, new version, the seats' bot levels) -> (response, state after, entry)."""
 
 
 def _deal_act(request: pb.DealRequest, engine: Engine) -> Act[pb.DealResponse]:
     """The next hand's deal, as ``seat`` asks it (``engine`` spans the engine's work)."""
 
     def act(
-        state: State, seat: int, version: int, levels: bytes
+        state: State, seat: int, version: int, levels: bytes, seating: records.Seating
     ) -> tuple[pb.DealResponse, State, EventEntry]:
         with engine("deal"):
             after, events = deal_next_hand(state)
         outcome = Outcome.of(version, after, events)
         response = pb.DealResponse(match_id=request.match_id, events=outcome.for_seat(seat))
-        convert.fill_view(response.view, after, seat, request.match_id, version, levels)
+        convert.fill_view(response.view, after, seat, request.match_id, version, levels, seating)
         return response, after, outcome.entry(records.deal_command(seat))
 
     return act
@@ -976,7 +1271,7 @@ def _play_act(request: pb.PlayRequest, card: Card, engine: Engine) -> Act[pb.Pla
     """``seat`` plays ``card`` as ``request`` says (``engine`` spans the engine's work)."""
 
     def act(
-        state: State, seat: int, version: int, levels: bytes
+        state: State, seat: int, version: int, levels: bytes, seating: records.Seating
     ) -> tuple[pb.PlayResponse, State, EventEntry]:
         play = Play(seat, card, request.plan_id or None, request.trail)
         with engine("apply"):
@@ -988,7 +1283,7 @@ def _play_act(request: pb.PlayRequest, card: Card, engine: Engine) -> Act[pb.Pla
             played=outcome.public[0].card_played, events=outcome.for_seat(seat)
         )
         # Written into the response's own view: one given to the constructor is copied.
-        convert.fill_view(response.view, after, seat, request.match_id, version, levels)
+        convert.fill_view(response.view, after, seat, request.match_id, version, levels, seating)
         for event in events:
             if isinstance(event, HandScored):
                 response.hand_score.CopyFrom(
@@ -1124,7 +1419,7 @@ def _rpc(request: Message) -> str:
     return RPC_OF_REQUEST[request.DESCRIPTOR.full_name]
 
 
-def _without_request_id(request: pb.PlayRequest | CreateRequest) -> bytes:
+def _without_request_id(request: pb.PlayRequest | pb.ClaimSeatRequest | CreateRequest) -> bytes:
     """The request's bytes without its request_id (the request is left as it was)."""
     request_id = request.request_id
     request.ClearField("request_id")
@@ -1136,6 +1431,41 @@ def _without_request_id(request: pb.PlayRequest | CreateRequest) -> bytes:
 
 _RULES: Final = convert.list_rules_response()
 """ListRules' answer: the rule systems never change while the process runs."""
+
+
+Change = tuple[MatchRecord, EventEntry]
+"""A change of a seat's holder: the record changed (at the version it was decided on) and
+the event entry of its new version."""
+
+
+def _seat_entry(
+    version: int,
+    seat: int,
+    before: records.SeatHolder,
+    holder: records.SeatHolder,
+    revoked: bytes = b"",
+) -> EventEntry:
+    """The event entry of a change of ``seat``'s holder from ``before`` to ``holder``
+    (``revoked``: the hash of the seat token it revoked)."""
+    event = convert.seat_changed_to_pb(version, seat, holder.claim, holder.name)
+    command = records.seat_command(seat, before, revoked)
+    return EventEntry(version, command, records.encode_events((event,)), ())
+
+
+def _unsealed(invitation: str, sealed: bytes) -> str:
+    """The seat token sealed under ``invitation`` in the seat table."""
+    try:
+        return auth.token_text(auth.open_for_invitation(invitation, sealed))
+    except ValueError:
+        raise internal() from None  # a table whose seal its own invitation does not open
+
+
+def _invitation_invalid(match_id: str) -> ServiceError:
+    return ServiceError(
+        Reason.INVITATION_INVALID,
+        "this invitation is none of the match's: ask its creator for a new one",
+        {"match_id": match_id},
+    )
 
 
 def _not_found(match_id: str) -> ServiceError:

@@ -22,6 +22,12 @@ What each stream guarantees, whatever the feed does:
   stops working: it checks the match's watch access once subscribed, and again each time the
   feed reports the match with version 0 (a revocation publishes that, and a reconnection
   reports every match so), which the reader reads once for all streams of the match.
+- A seat's stream ends with PERMISSION_DENIED / SEAT_TOKEN_REVOKED after the version that
+  revoked its token (ReissueInvitation): that version's entry names the hash of the token it
+  revoked (``records.revoked_by``), which the stream compares with its own.
+- Presence (``service.presence``): a seat's stream makes its seat connected while it is open;
+  a stream that asked for presence messages gets one when it opens and one whenever the
+  match's connected seats change, between versions, never inside one.
 
 What an idle stream holds is what a replica of 10,000 streams pays 10,000 times (``make bench``
 reports it per stream): its ``WatchStream`` (slots), its place in the match's ``_Followed``, and
@@ -50,6 +56,7 @@ from typing import Final
 from basra.service import convert, records
 from basra.service.errors import Reason, ServiceError
 from basra.service.metrics import Metrics
+from basra.service.presence import Presence
 from basra.service.store import EventEntry, Store, StoreUnavailableError, WatchAccess
 from basra.service.store.base import Change, ChangeFeed, EventPage
 from basra.v1 import basra_service_pb2 as pb
@@ -63,7 +70,7 @@ _RETRY_S: Final = (0.05, 0.1, 0.25, 0.5, 1.0)
 class _Entry:
     """An event entry and the responses made of it, built once for all streams of a match."""
 
-    __slots__ = ("ends", "entry", "public", "seats")
+    __slots__ = ("ends", "entry", "public", "revokes", "seats")
 
     def __init__(self, entry: EventEntry) -> None:
         self.entry = entry
@@ -71,6 +78,8 @@ class _Entry:
         self.public = tuple(pb.WatchMatchResponse(event=e) for e in events)
         self.seats: dict[int, tuple[pb.WatchMatchResponse, ...]] = {}
         self.ends = any(e.HasField("match_ended") for e in events)
+        self.revokes = records.revoked_by(entry.command)
+        """(seat, hash of its token) when this version revoked a seat token."""
 
     @property
     def version(self) -> int:
@@ -96,13 +105,18 @@ class _Followed:
     __slots__ = (
         "access",
         "access_reads",
+        "bots",
         "changed",
+        "connected",
         "epoch",
         "gone",
         "latest",
         "match_id",
+        "presence",
+        "presence_reads",
         "ready",
         "recent",
+        "seats",
         "spectators",
         "streams",
     )
@@ -129,6 +143,33 @@ class _Followed:
         """Done once the feed reports the match (or failed to subscribe)."""
         self.gone = False
         """The last read found no events: the match expired (or Redis lost it)."""
+        self.seats = 0
+        """The match's seat count (set by its streams, for presence messages)."""
+        self.bots = b""
+        """Per seat, its BotLevel: a bot seat is always connected."""
+        self.connected: frozenset[int] | None = None
+        """The connected seats as this replica last read them (None: not yet)."""
+        self.presence_reads = 0
+        """Grows each time ``connected`` changes."""
+        self.presence: pb.WatchMatchResponse | None = None
+        """The presence message of ``connected``, built once for every stream that asked."""
+
+    def presence_message(self) -> pb.WatchMatchResponse:
+        """The presence message of what the replica last read."""
+        if self.presence is None:
+            seats = self.connected or frozenset()
+            bots = self.bots
+            connected = [s in seats or (s < len(bots) and bots[s] > 0) for s in range(self.seats)]
+            self.presence = pb.WatchMatchResponse(presence=pb.Presence(connected=connected))
+        return self.presence
+
+    def present(self, seats: frozenset[int]) -> None:
+        """The replica read the match's connected seats: wake the streams if they changed."""
+        if seats != self.connected or self.presence_reads == 0:
+            self.connected = seats
+            self.presence = None
+            self.presence_reads += 1
+            self.wake()
 
     def remember(self, entries: tuple[EventEntry, ...]) -> None:
         fresh = [e for e in entries if not self.recent or e.version > self.recent[-1].version]
@@ -170,8 +211,11 @@ class WatchStream:
         "_epoch",
         "_followed",
         "_left",
+        "_presence",
         "_released",
+        "_revoked",
         "_seat",
+        "_token",
         "_watchers",
     )
 
@@ -182,19 +226,37 @@ class WatchStream:
         seat: int | None,
         after: int,
         access: bytes | None = None,
+        info: StreamInfo | None = None,
     ) -> None:
         self._watchers = watchers
-        self._followed = watchers._join(match_id)
+        self._followed = followed = watchers._join(match_id)
         self._seat = seat
         self._after = after
         self._access = access
         self._access_reads = 0
         if access is not None:
-            self._followed.spectators += 1
+            followed.spectators += 1
+        self._token = b"" if info is None else info.token_hash
+        """The hash of the stream's seat token (b"": a spectator's stream)."""
+        self._presence: int | None = None
+        """With presence messages, the ``presence_reads`` of the last one sent (0: none yet)."""
+        if info is not None:
+            followed.seats, followed.bots = info.seats, info.bots
+            if info.presence:
+                self._presence = 0
+                watchers.presence.follow(match_id)
+                if (known := watchers.presence.known(match_id)) is not None:
+                    followed.present(known)
+                else:
+                    # What the match's streams last heard may be old: wait for the read.
+                    followed.connected = followed.presence = None
+        if seat is not None:
+            watchers.presence.arrive(match_id, seat)
         self._epoch = 0
         self._ended = False
         self._left = False
         self._released = False
+        self._revoked = False
 
     def leave(self, _: object = None) -> None:
         """The client has gone: release the stream's place now and end the iteration (a done
@@ -206,8 +268,13 @@ class WatchStream:
     def _release(self) -> None:
         if not self._released:
             self._released = True
+            match_id = self._followed.match_id
             if self._access is not None:
                 self._followed.spectators -= 1
+            if self._seat is not None:
+                self._watchers.presence.depart(match_id, self._seat)
+            if self._presence is not None:
+                self._watchers.presence.unfollow(match_id)
             self._watchers._leave(self._followed)
 
     async def responses(self) -> AsyncIterator[pb.WatchMatchResponse]:
@@ -217,7 +284,8 @@ class WatchStream:
         Raises:
             ServiceError: NOT_FOUND / MATCH_NOT_FOUND (the match expired), OUT_OF_RANGE /
                 HISTORY_TRIMMED (events after ``after`` are no longer kept), PERMISSION_DENIED
-                / WATCH_TOKEN_REVOKED (a spectator's watch token stopped working).
+                / WATCH_TOKEN_REVOKED (a spectator's watch token stopped working) or
+                SEAT_TOKEN_REVOKED (the seat's token was revoked).
             StoreUnavailableError: the first read failed.
         """
         followed = self._followed
@@ -242,6 +310,17 @@ class WatchStream:
                     yield batch.pop()
                 if self._left or self._ended:
                     return
+                if self._revoked:
+                    raise ServiceError(
+                        Reason.SEAT_TOKEN_REVOKED,
+                        "the match's creator gave this seat a new invitation: this seat token "
+                        "no longer works",
+                        {"match_id": followed.match_id, "seat": self._seat},
+                    )
+                if self._presence_due():
+                    self._presence = followed.presence_reads
+                    yield followed.presence_message()
+                    continue
                 followed.latest = max(followed.latest, self._after)
                 batch = self._batch(await self._next())
         finally:
@@ -259,6 +338,11 @@ class WatchStream:
                 self._ended = True
                 break
             self._after = entry.version
+            if entry.revokes is not None and self._token:
+                seat, revoked = entry.revokes
+                if seat == self._seat and hmac.compare_digest(revoked, self._token):
+                    self._revoked = True
+                    break
         batch.reverse()
         return batch
 
@@ -266,6 +350,8 @@ class WatchStream:
         """The entries after the stream's version, once there are some (or the client left)."""
         followed = self._followed
         while not self._left:
+            if self._presence_due():
+                return []  # a presence message to send first
             # A match gone has no watch access either: its streams end MATCH_NOT_FOUND below.
             access_read = self._access_reads != followed.access_reads
             if self._access is not None and access_read and not followed.gone:
@@ -300,6 +386,13 @@ class WatchStream:
                 if not changed.cancelled() or task is None or task.cancelling():
                     raise
         return []
+
+    def _presence_due(self) -> bool:
+        """Whether the stream asked for presence messages and one it has not sent is known."""
+        sent, followed = self._presence, self._followed
+        return (
+            sent is not None and sent != followed.presence_reads and followed.connected is not None
+        )
 
     def _check_access(self, access: WatchAccess | None) -> None:
         """End a spectator's stream whose watch token no longer works: the match's watch salt
@@ -336,11 +429,35 @@ class WatchStream:
         return [_Entry(e) for e in page.entries]
 
 
+class StreamInfo:
+    """What a stream knows of its match when it opens, for presence and revocation."""
+
+    __slots__ = ("bots", "presence", "seats", "token_hash")
+
+    def __init__(self, seats: int, bots: bytes, token_hash: bytes, *, presence: bool) -> None:
+        self.seats = seats
+        self.bots = bots
+        self.token_hash = token_hash
+        """The hash of the seat token the stream opened with (b"": a spectator's)."""
+        self.presence = presence
+        """The stream asked for presence messages."""
+
+
 class Watchers:
     """Every WatchMatch stream of this replica, over one change feed of the store."""
 
-    def __init__(self, store: Store, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        *,
+        presence_interval_s: float = 5.0,
+        presence_ttl_s: float = 15.0,
+    ) -> None:
         self.store = store
+        self.presence = Presence(
+            store, interval_s=presence_interval_s, ttl_s=presence_ttl_s, changed=self._present
+        )
         self._metrics = metrics
         self._matches: dict[str, _Followed] = {}
         self._feed: ChangeFeed | None = None
@@ -351,12 +468,24 @@ class Watchers:
         """Per followed match, the commits of this replica in flight (see the docstring)."""
 
     def open(
-        self, match_id: str, seat: int | None, after_version: int, access: bytes | None = None
+        self,
+        match_id: str,
+        seat: int | None,
+        after_version: int,
+        access: bytes | None = None,
+        info: StreamInfo | None = None,
     ) -> WatchStream:
         """A stream of the match's events after ``after_version`` for ``seat`` (None: a
-        spectator, whose watch token is valid under the watch salt ``access``). The caller
+        spectator, whose watch token is valid under the watch salt ``access``), with the
+        match's ``info`` (its seats, the stream's token, presence messages or not). The caller
         iterates ``responses()`` and calls ``leave()`` when the client goes."""
-        return WatchStream(self, match_id, seat, after_version, access)
+        return WatchStream(self, match_id, seat, after_version, access, info)
+
+    def _present(self, match_id: str, seats: frozenset[int]) -> None:
+        """Presence read the match's connected seats anew."""
+        followed = self._matches.get(match_id)
+        if followed is not None:
+            followed.present(seats)
 
     def committing(self, match_id: str) -> asyncio.Future[None] | None:
         """Announce a commit of ``match_id`` about to be sent: None when no stream of this
@@ -384,6 +513,7 @@ class Watchers:
             followed.wake()
 
     async def close(self) -> None:
+        await self.presence.close()
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,12 +1,15 @@
 // A TypeScript frontend's whole match, through every RPC of basra.v1.
 //
 //   tsx src/client.ts --target HOST:PORT [--seed N] [--protocol grpc|connect|connect-json|grpc-web]
-//                     [--rules NAME --seats N]
+//                     [--rules NAME --seats N [--invitations]]
 //   (or $BASRA_TARGET, $BASRA_SEED, $BASRA_PROTOCOL; the target is the HTTP port for Connect and
 //   gRPC-Web)
 //
 // Creates a seeded match (ERAM for two seats with the creating Deal, or with --rules/--seats
-// any rule system through CreateMatch) and retries the creation to show idempotency, watches it
+// any rule system through CreateMatch; with --invitations the creator keeps seat 0's token and
+// every other seat is claimed with its invitation, each claim retried once with its request id
+// for the same token, and claimed again by someone else for INVITATION_CLAIMED) and retries the
+// creation to show idempotency, watches it
 // from version 0 as every seat, provokes rejections and unpacks their ErrorInfo and BadRequest,
 // plays it to the end with the first-choice policy (the seat to move plays the first card
 // ListPlans returns, with its plan 1, or trails it; seat 0 deals each next hand: the policy of
@@ -29,6 +32,7 @@ import {
   MatchStatus,
   MatchViewSchema,
   ScoreboardSchema,
+  SeatClaim,
   type Card,
   type MatchEvent,
   type MatchView,
@@ -72,6 +76,13 @@ class Match {
     this.dealSize = created.view.hand.length;
     check(this.seats.length === created.view.seatCount && tokens.size === this.seats.length, "one token per seat");
     this.returned.push({ caller: created.view.seat, events: created.events });
+  }
+
+  /** Start again from `view` (seat 0's, after changes of seat holders no call of this object
+   *  made): the streams are then opened after its version. */
+  resync(view: MatchView): void {
+    this.view = withoutPresence(view);
+    this.returned.length = 0;
   }
 
   as(seat: number): CallOptions {
@@ -121,10 +132,18 @@ class Match {
   }
 }
 
-/** Every event of the match as `seat` receives it on WatchMatch from version 0. */
-async function watch(client: BasraClient, matchId: string, token: string): Promise<MatchEvent[]> {
+/** A view without its seats' `connected`: presence, read by GetMatch at the instant of the call,
+ *  is the one part of a view that no version decides. */
+function withoutPresence(view: MatchView): MatchView {
+  const copy = clone(MatchViewSchema, view);
+  for (const seat of copy.seats) delete seat.connected;
+  return copy;
+}
+
+/** Every event of the match after `afterVersion` as `seat` receives it on WatchMatch. */
+async function watch(client: BasraClient, matchId: string, token: string, afterVersion = 0n): Promise<MatchEvent[]> {
   const events: MatchEvent[] = [];
-  for await (const message of client.watchMatch({ matchId, afterVersion: 0n }, asSeat(token, { timeoutMs: 0 }))) {
+  for await (const message of client.watchMatch({ matchId, afterVersion }, asSeat(token, { timeoutMs: 0 }))) {
     check(message.event !== undefined, "every stream message holds an event");
     events.push(message.event);
   }
@@ -197,6 +216,22 @@ async function provoke(match: Match): Promise<void> {
   check(after !== undefined && after.version === match.view.version, "rejected calls changed nothing");
 }
 
+/** Claim an invitation (retried once with its request id: the same token), then show that
+ *  someone else's claim of it is refused. */
+async function claim(client: BasraClient, matchId: string, seat: number, invitation: string): Promise<string> {
+  const request = { matchId, invitation, displayName: `  Seat ${seat} `, requestId: randomUUID() };
+  const first = await client.claimSeat(request, { timeoutMs: 10_000 });
+  check(first.seatToken?.seat === seat, `the invitation opens seat ${seat}`);
+  check(first.view?.seats[seat]?.displayName === `Seat ${seat}`, "the name is trimmed");
+  const retried = await client.claimSeat(request, { timeoutMs: 10_000 });
+  check(retried.seatToken?.token === first.seatToken.token, "a retried claim answers the same token");
+  const other = await rejected(() =>
+    client.claimSeat({ ...request, displayName: "Someone", requestId: randomUUID() }, { timeoutMs: 10_000 }),
+  );
+  expectRejection(other, "FAILED_PRECONDITION", "INVITATION_CLAIMED", { seat: String(seat) });
+  return first.seatToken.token;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -205,8 +240,10 @@ async function main(): Promise<void> {
       protocol: { type: "string" },
       rules: { type: "string" },
       seats: { type: "string" },
+      invitations: { type: "boolean" },
     },
   });
+  const invitations = values.invitations === true;
   const target = values.target ?? process.env["BASRA_TARGET"];
   const seed = BigInt(values.seed ?? process.env["BASRA_SEED"] ?? "42");
   const protocol = asProtocol(values.protocol ?? process.env["BASRA_PROTOCOL"] ?? "grpc");
@@ -219,7 +256,15 @@ async function main(): Promise<void> {
     values.rules === undefined
       ? client.deal({ seed, seat: 0, requestId }, { timeoutMs: 10_000 })
       : client.createMatch(
-          { rules: values.rules, seats: Number(values.seats ?? "0"), seed, seat: 0, requestId },
+          {
+            rules: values.rules,
+            seats: Number(values.seats ?? "0"),
+            seed,
+            seat: 0,
+            requestId,
+            invitations,
+            displayName: invitations ? "Host" : "",
+          },
           { timeoutMs: 10_000 },
         );
   const created = await create();
@@ -227,13 +272,27 @@ async function main(): Promise<void> {
   const again = await create();
   check(again.matchId === created.matchId, "a retried creation returns the same match");
   check(again.seatTokens.every((t) => tokens.get(t.seat) === t.token), "and the same tokens");
+  const codes = "invitations" in created ? created.invitations : [];
+  check(codes.length === (invitations ? created.view!.seatCount - 1 : 0), "an invitation per invited seat");
+  for (const invitation of codes) {
+    const claimed = await claim(client, created.matchId, invitation.seat, invitation.code);
+    tokens.set(invitation.seat, claimed);
+  }
   const match = new Match(client, created.matchId, tokens, created);
   const seats = match.seats;
   log(`match ${match.matchId} seed ${seed}, ${match.view.rules} rules, ${seats.length} seats`);
+  if (invitations) {
+    const now = (await client.getMatch({ matchId: match.matchId }, match.as(0))).view;
+    check(now !== undefined && now.version === 1n + BigInt(codes.length), "each claim is a version");
+    const names = now.seats.map((s) => (s.claim === SeatClaim.CREATOR ? "creator" : s.displayName));
+    check(names.join(",") === ["creator", ...codes.map((c) => `Seat ${c.seat}`)].join(","), "every name shows");
+    match.resync(now);
+  }
+  const from = match.view.version - (invitations ? 0n : 1n);
 
-  // Watch from version 0 as every seat while the match is played; each stream ends by itself
-  // after the MatchEnded event.
-  const streams = seats.map((s) => watch(client, match.matchId, tokens.get(s)!));
+  // Watch as every seat while the match is played (from version 0, or after the claims); each
+  // stream ends by itself after the MatchEnded event.
+  const streams = seats.map((s) => watch(client, match.matchId, tokens.get(s)!, from));
   streams.forEach((s) => s.catch(() => undefined)); // awaited below; do not crash before then
 
   await provoke(match);
@@ -262,8 +321,10 @@ async function main(): Promise<void> {
   check(result !== undefined, "the last play reports the result");
 
   for (const seat of seats) {
-    const view = (await client.getMatch({ matchId: match.matchId }, match.as(seat))).view;
-    check(view !== undefined && view.version === match.view.version, `seat ${seat}'s view is current`);
+    const got = (await client.getMatch({ matchId: match.matchId }, match.as(seat))).view;
+    check(got !== undefined && got.version === match.view.version, `seat ${seat}'s view is current`);
+    check(got.seats.every((s) => s.connected !== undefined), "GetMatch reads presence");
+    const view = withoutPresence(got);
     check(view.winner === result.winner && view.status === MatchStatus.MATCH_OVER, "GetMatch shows the winner");
     // The last play's view, as the other seat sees it: the same but for the seat and its side.
     const last = clone(MatchViewSchema, match.view);

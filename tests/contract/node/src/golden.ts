@@ -8,6 +8,8 @@ import { fromJson, toJson, type JsonObject, type JsonValue } from "@bufbuild/pro
 import type { CallOptions } from "@connectrpc/connect";
 
 import {
+  ClaimSeatRequestSchema,
+  ClaimSeatResponseSchema,
   CreateWatchTokenRequestSchema,
   CreateWatchTokenResponseSchema,
   CreateMatchRequestSchema,
@@ -22,6 +24,8 @@ import {
   ListPlansResponseSchema,
   PlayRequestSchema,
   PlayResponseSchema,
+  ReissueInvitationRequestSchema,
+  ReissueInvitationResponseSchema,
   RevokeWatchTokensRequestSchema,
   RevokeWatchTokensResponseSchema,
   ScoreRequestSchema,
@@ -73,6 +77,7 @@ const SHAPES: Record<string, RegExp> = {
   token: /^[A-Za-z0-9_-]{43}$/,
   seconds: /^(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/,
   duration: /^\d+(?:\.\d{1,9})?s$/,
+  presence: /^(?:true|false)$/,
 };
 const BOUND = new Set(["match_id", "token"]);
 
@@ -146,6 +151,8 @@ export class Bindings {
   ): string[] {
     const shape = SHAPES[kind];
     if (shape === undefined) throw new VectorError(`${path}: unknown placeholder kind ${kind}`);
+    // A seat's `connected` depends on the replay's timing (is a stream open at that instant?).
+    if (kind === "presence") return typeof actual === "boolean" ? [] : [`${path}: ${show(actual)} is not a presence (a boolean)`];
     if (typeof actual !== "string" || !shape.test(actual)) return [`${path}: ${show(actual)} is not a ${kind}`];
     if (kind === "seconds" || kind === "duration") {
       return Number(actual.replace(/s$/, "")) > 0 ? [] : [`${path}: ${actual} is not positive`];
@@ -201,6 +208,15 @@ function unary(client: BasraClient, rpc: string, json: JsonValue): (o: CallOptio
       const request = fromJson(RevokeWatchTokensRequestSchema, json);
       return async (o) =>
         toJson(RevokeWatchTokensResponseSchema, await client.revokeWatchTokens(request, o));
+    }
+    case "ClaimSeat": {
+      const request = fromJson(ClaimSeatRequestSchema, json);
+      return async (o) => toJson(ClaimSeatResponseSchema, await client.claimSeat(request, o));
+    }
+    case "ReissueInvitation": {
+      const request = fromJson(ReissueInvitationRequestSchema, json);
+      return async (o) =>
+        toJson(ReissueInvitationResponseSchema, await client.reissueInvitation(request, o));
     }
     default:
       throw new VectorError(`unknown rpc ${rpc}`);

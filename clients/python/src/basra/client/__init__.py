@@ -26,6 +26,12 @@ call that meets UNAVAILABLE or DEADLINE_EXCEEDED is retried with bounded backoff
 ``BasraError`` (see ``basra.client.errors``). ``Seat.watch()`` iterates over the events
 and resumes a dropped stream after the last complete version, so each event comes exactly once.
 
+Invitations: ``client.create_match(invitations=True, display_name="Host")`` keeps the creator's
+seat token and one invitation code per other person seat (``match.invitations``);
+``client.claim_seat(match_id, code, "Guest")`` exchanges a code for its seat, once (retried with
+its request id, it answers the same token); ``match.reissue_invitation(seat)`` gives a seat a
+new code and revokes its claimant's token.
+
 Spectators: ``match.create_watch_token()`` (or ``Client.create_watch_token``) gives a read-only
 watch token to hand out; ``client.spectate(match_id, watch_token)`` reads the public view,
 score and events with it; ``match.revoke_watch_tokens()`` ends every watch token handed out so

@@ -64,6 +64,9 @@ def create_match_request(
     seat: int,
     rid: str | None,
     bots: Mapping[int, str] | None = None,
+    *,
+    invitations: bool = False,
+    display_name: str = "",
 ) -> pb.CreateMatchRequest:
     request = pb.CreateMatchRequest(
         rules=rules,
@@ -72,10 +75,23 @@ def create_match_request(
         seat=seat,
         request_id=rid or request_id(),
         bots=bot_levels(bots or {}),
+        invitations=invitations,
+        display_name=display_name,
     )
     if seed is not None:
         request.seed = seed
     return request
+
+
+def claim_request(
+    match_id: str, invitation: str, display_name: str, rid: str | None
+) -> pb.ClaimSeatRequest:
+    return pb.ClaimSeatRequest(
+        match_id=match_id,
+        invitation=invitation,
+        display_name=display_name,
+        request_id=rid or request_id(),
+    )
 
 
 def deal_request(match_id: str, expected_version: int | None, rid: str | None) -> pb.DealRequest:

@@ -77,11 +77,14 @@ class AsyncClient:
         seats: int = 0,
         options: game_pb2.MatchOptions | None = None,
         bots: Mapping[int, str] | None = None,
+        invitations: bool = False,
+        display_name: str = "",
     ) -> AsyncMatch:
         """Create a match and deal its first hand (see ``Client.create_match``)."""
         metadata = _core.api_key_metadata(self.api_key)
         response: pb.DealResponse | pb.CreateMatchResponse
-        if rules is None and not seats and options is None and not bots:
+        creating = (rules, seats, options, bots, invitations, display_name)
+        if creating == (None, 0, None, None, False, ""):
             request = _core.create_request(seed, seat, request_id)
             response = await self.call(self.stub.Deal, request, metadata)
         else:
@@ -93,10 +96,54 @@ class AsyncClient:
                 seat,
                 request_id,
                 bots,
+                invitations=invitations,
+                display_name=display_name,
             )
             response = await self.call(self.stub.CreateMatch, created, metadata)
         tokens = {t.seat: t.token for t in response.seat_tokens}
         return AsyncMatch(self, response.match_id, tokens, response)
+
+    async def claim_seat(
+        self,
+        match_id: str,
+        invitation: str,
+        display_name: str,
+        *,
+        request_id: str | None = None,
+    ) -> AsyncSeat:
+        """Claim the seat ``invitation`` opens, under ``display_name``: the seat's handle,
+        with its token (``AsyncSeat.claimed`` holds the response, with the seat's view).
+
+        One request id (``request_id``, or a fresh UUIDv4) serves every attempt, so a claim
+        whose answer was lost is retried safely and answers the same token.
+
+        Raises:
+            AuthError: INVITATION_INVALID, the invitation is none of the match's.
+            RuleViolationError: INVITATION_CLAIMED, someone claimed it already.
+            InvalidRequestError: DISPLAY_NAME_INVALID (``metadata["rule"]`` says why).
+        """
+        request = _core.claim_request(match_id, invitation, display_name, request_id)
+        response: pb.ClaimSeatResponse = await self.call(self.stub.ClaimSeat, request, ())
+        claimed = response.seat_token
+        match = AsyncMatch(self, match_id, {claimed.seat: claimed.token})
+        seat = match.seat(claimed.seat)
+        seat.claimed = response
+        return seat
+
+    async def reissue_invitation(self, match_id: str, creator_token: str, seat: int) -> str:
+        """A new invitation to ``seat``, asked with the creator's seat token: the seat's earlier
+        invitation stops working, and so does the token of whoever claimed it. A retried
+        attempt reissues again: the code returned is the one of the last attempt.
+
+        Raises:
+            AuthError: NOT_MATCH_CREATOR, the token is not the creator's seat's.
+            InvalidRequestError: ``seat`` is the creator's own, a bot's, or no seat.
+        """
+        request = pb.ReissueInvitationRequest(match_id=match_id, seat=seat)
+        response: pb.ReissueInvitationResponse = await self.call(
+            self.stub.ReissueInvitation, request, _core.bearer(creator_token)
+        )
+        return response.invitation.code
 
     def match(self, match_id: str, tokens: Mapping[int, str]) -> AsyncMatch:
         """A match created earlier, with the tokens of the seats this program plays."""
@@ -160,6 +207,10 @@ class AsyncMatch:
         self.id = match_id
         self.tokens = dict(tokens)
         self.created = created
+        self.invitations: dict[int, str] = {}
+        """Seat -> invitation code, of a match created with invitations (never printed)."""
+        if isinstance(created, pb.CreateMatchResponse):
+            self.invitations = {i.seat: i.code for i in created.invitations}
 
     def __repr__(self) -> str:
         return f"AsyncMatch({self.id!r}, seats={sorted(self.tokens)})"
@@ -191,6 +242,12 @@ class AsyncMatch:
     async def revoke_watch_tokens(self, seat: int | None = None) -> str:
         return await self._any(seat).revoke_watch_tokens()
 
+    async def reissue_invitation(self, seat: int) -> str:
+        """A new invitation to ``seat`` (see ``Match.reissue_invitation``)."""
+        code = await self._any(None).reissue_invitation(seat)
+        self.invitations[seat] = code
+        return code
+
     def spectate(self, watch_token: str) -> AsyncSpectator:
         return self.client.spectate(self.id, watch_token)
 
@@ -203,6 +260,8 @@ class AsyncSeat:
         self.seat = seat
         self._token = token
         self._metadata = _core.bearer(token)
+        self.claimed: pb.ClaimSeatResponse | None = None
+        """The ClaimSeat response, for a seat this program claimed."""
 
     def __repr__(self) -> str:
         return f"AsyncSeat({self.match.id!r}, {self.seat})"
@@ -263,6 +322,11 @@ class AsyncSeat:
 
     async def revoke_watch_tokens(self) -> str:
         return await self.match.client.revoke_watch_tokens(self.match.id, self._token)
+
+    async def reissue_invitation(self, seat: int) -> str:
+        """A new invitation to ``seat``, asked with this seat's token (see
+        ``Client.reissue_invitation``)."""
+        return await self.match.client.reissue_invitation(self.match.id, self._token, seat)
 
 
 class AsyncSpectator:

@@ -173,6 +173,20 @@ EXPLANATIONS: Final[Mapping[errors_pb2.ErrorReason.ValueType, str]] = {
     ),
     errors_pb2.ERROR_REASON_MATCH_NOT_FOUND: "The match no longer exists (it may have expired).",
     errors_pb2.ERROR_REASON_TOKEN_INVALID: "The server did not accept this seat's token.",
+    errors_pb2.ERROR_REASON_INVITATION_INVALID: (
+        "This invitation does not open a seat of the match: ask its creator for a new one."
+    ),
+    errors_pb2.ERROR_REASON_INVITATION_CLAIMED: (
+        "Seat {seat} was claimed already with this invitation: ask the match's creator to "
+        "invite you again."
+    ),
+    errors_pb2.ERROR_REASON_SEAT_TOKEN_REVOKED: (
+        "The match's creator gave seat {seat} to someone else: this seat's token no longer works."
+    ),
+    errors_pb2.ERROR_REASON_NOT_MATCH_CREATOR: "Only the seat that created the match can do that.",
+    errors_pb2.ERROR_REASON_DISPLAY_NAME_INVALID: (
+        "That name cannot be used: 1 to 32 characters, without control or direction characters."
+    ),
 }
 
 

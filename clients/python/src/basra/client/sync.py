@@ -78,6 +78,8 @@ class Client:
         seats: int = 0,
         options: game_pb2.MatchOptions | None = None,
         bots: Mapping[int, str] | None = None,
+        invitations: bool = False,
+        display_name: str = "",
     ) -> Match:
         """Create a match and deal its first hand; the ``Match`` holds every seat's token.
 
@@ -90,10 +92,16 @@ class Client:
         the ``Match`` then holds the person seats' tokens only (``seat`` must be one of them),
         and the service plays the bots' turns itself. With every seat a bot, the ``Match``
         holds no token: follow it with ``match.spectate(match.created.watch_token)``.
+
+        ``invitations`` invites the other people instead of handing out their tokens: the
+        ``Match`` holds ``seat``'s token only and ``match.invitations`` one code per other
+        person seat, for each player to claim (``Client.claim_seat``) once; ``display_name``
+        names ``seat`` for every seat and spectator to see.
         """
         metadata = _core.api_key_metadata(self.api_key)
         response: pb.DealResponse | pb.CreateMatchResponse
-        if rules is None and not seats and options is None and not bots:
+        creating = (rules, seats, options, bots, invitations, display_name)
+        if creating == (None, 0, None, None, False, ""):
             request = _core.create_request(seed, seat, request_id)
             response = self.call(self.stub.Deal, request, metadata)
         else:
@@ -105,10 +113,54 @@ class Client:
                 seat,
                 request_id,
                 bots,
+                invitations=invitations,
+                display_name=display_name,
             )
             response = self.call(self.stub.CreateMatch, created, metadata)
         tokens = {t.seat: t.token for t in response.seat_tokens}
         return Match(self, response.match_id, tokens, response)
+
+    def claim_seat(
+        self,
+        match_id: str,
+        invitation: str,
+        display_name: str,
+        *,
+        request_id: str | None = None,
+    ) -> Seat:
+        """Claim the seat ``invitation`` opens, under ``display_name``: the seat's handle,
+        with its token (``Seat.claimed`` holds the response, with the seat's view).
+
+        One request id (``request_id``, or a fresh UUIDv4) serves every attempt, so a claim
+        whose answer was lost is retried safely and answers the same token.
+
+        Raises:
+            AuthError: INVITATION_INVALID, the invitation is none of the match's.
+            RuleViolationError: INVITATION_CLAIMED, someone claimed it already.
+            InvalidRequestError: DISPLAY_NAME_INVALID (``metadata["rule"]`` says why).
+        """
+        request = _core.claim_request(match_id, invitation, display_name, request_id)
+        response: pb.ClaimSeatResponse = self.call(self.stub.ClaimSeat, request, ())
+        claimed = response.seat_token
+        match = Match(self, match_id, {claimed.seat: claimed.token})
+        seat = match.seat(claimed.seat)
+        seat.claimed = response
+        return seat
+
+    def reissue_invitation(self, match_id: str, creator_token: str, seat: int) -> str:
+        """A new invitation to ``seat``, asked with the creator's seat token: the seat's earlier
+        invitation stops working, and so does the token of whoever claimed it. A retried
+        attempt reissues again: the code returned is the one of the last attempt.
+
+        Raises:
+            AuthError: NOT_MATCH_CREATOR, the token is not the creator's seat's.
+            InvalidRequestError: ``seat`` is the creator's own, a bot's, or no seat.
+        """
+        request = pb.ReissueInvitationRequest(match_id=match_id, seat=seat)
+        response: pb.ReissueInvitationResponse = self.call(
+            self.stub.ReissueInvitation, request, _core.bearer(creator_token)
+        )
+        return response.invitation.code
 
     def match(self, match_id: str, tokens: Mapping[int, str]) -> Match:
         """A match created earlier, with the tokens of the seats this program plays."""
@@ -192,6 +244,10 @@ class Match:
         self.id = match_id
         self.tokens = dict(tokens)
         self.created = created
+        self.invitations: dict[int, str] = {}
+        """Seat -> invitation code, of a match created with invitations (never printed)."""
+        if isinstance(created, pb.CreateMatchResponse):
+            self.invitations = {i.seat: i.code for i in created.invitations}
 
     def __repr__(self) -> str:
         return f"Match({self.id!r}, seats={sorted(self.tokens)})"
@@ -233,6 +289,14 @@ class Match:
         """End every watch token handed out so far (see ``Client.revoke_watch_tokens``)."""
         return self._any(seat).revoke_watch_tokens()
 
+    def reissue_invitation(self, seat: int) -> str:
+        """A new invitation to ``seat``, asked with the lowest seat held (the creator's, in a
+        match created with invitations), kept in ``invitations`` (see
+        ``Client.reissue_invitation``)."""
+        code = self._any(None).reissue_invitation(seat)
+        self.invitations[seat] = code
+        return code
+
     def spectate(self, watch_token: str) -> Spectator:
         """A spectator's handle on this match (see ``Client.spectate``)."""
         return self.client.spectate(self.id, watch_token)
@@ -246,6 +310,8 @@ class Seat:
         self.seat = seat
         self._token = token
         self._metadata = _core.bearer(token)
+        self.claimed: pb.ClaimSeatResponse | None = None
+        """The ClaimSeat response, for a seat this program claimed."""
 
     def __repr__(self) -> str:
         return f"Seat({self.match.id!r}, {self.seat})"
@@ -321,6 +387,11 @@ class Seat:
         """End every watch token handed out so far; this seat's new one (see
         ``Client.revoke_watch_tokens``)."""
         return self.match.client.revoke_watch_tokens(self.match.id, self._token)
+
+    def reissue_invitation(self, seat: int) -> str:
+        """A new invitation to ``seat``, asked with this seat's token, the creator's (see
+        ``Client.reissue_invitation``)."""
+        return self.match.client.reissue_invitation(self.match.id, self._token, seat)
 
 
 class Spectator:

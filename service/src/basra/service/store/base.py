@@ -63,6 +63,9 @@ class MatchRecord(NamedTuple):
     bots: bytes = b""
     """Per seat, the BotLevel of the service's bot playing it (0: a person); empty when people
     play every seat. Fixed when the match is created."""
+    table: bytes = b""
+    """The seat table (service.records.Table): the creator's seat and who holds each seat, by
+    name; empty for a match created before tables."""
 
 
 SALT_BYTES: Final = 16
@@ -175,6 +178,20 @@ class Store(Protocol):
         """
         ...
 
+    async def heartbeat(
+        self, replica: str, beats: Mapping[str, Heartbeat], now: float, ttl_s: float
+    ) -> dict[str, frozenset[int]]:
+        """Mark each match's ``live`` seats connected by ``replica`` until ``now + ttl_s``
+        (seconds since the epoch, the replica's clock), remove its marks of the ``gone``
+        seats, and answer each match's connected seats (marked by any replica, unexpired at
+        ``now``), all in one go. A match's marks expire with their TTL when nobody renews
+        them: they outlive neither the replicas nor the streams that made them by more."""
+        ...
+
+    async def connected(self, match_ids: Collection[str], now: float) -> dict[str, frozenset[int]]:
+        """Each match's connected seats at ``now`` (see ``heartbeat``), in one go."""
+        ...
+
     def feed(self, on_reconnect: Callable[[], None]) -> ChangeFeed:
         """A new change feed (a replica needs one: see ChangeFeed); ``on_reconnect`` is called
         each time the feed lost its connection to the store."""
@@ -192,6 +209,15 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release connections."""
         ...
+
+
+class Heartbeat(NamedTuple):
+    """One replica's seats of one match for ``Store.heartbeat``."""
+
+    live: tuple[int, ...]
+    """Seats with a WatchMatch stream open on the replica: marked connected until the TTL."""
+    gone: tuple[int, ...]
+    """Seats whose last stream on the replica ended: their mark of the replica is removed."""
 
 
 class Change(NamedTuple):

@@ -4,12 +4,14 @@ One string instead of a hash keeps a match small: Redis stores a hash compactly 
 value is at most 64 bytes, and a state or a request record is larger. The version is a fixed
 8-byte prefix so the commit script can compare it with GETRANGE before replacing the string.
 
-    record := version (u64) seats (u8) token hashes (32 bytes each) then, each as u16 length +
-              bytes: state, creation, the request record of every seat; then, for a match
-              created by a server with CreateWatchToken but before RevokeWatchTokens, the watch
-              token hash of every seat (32 bytes each); then, for a match with bot seats, the
-              bots mark (u8, 0xB0) and every seat's BotLevel (u8 each, 0: a person). Records
-              without either still decode.
+    record := version (u64) seats (u8: the seat count, 0 to 127, plus 0x80 when the record
+              holds a seat table) token hashes (32 bytes each) then, each as u16 length +
+              bytes: state, creation, the request record of every seat, and (with 0x80 in
+              the seats byte) the seat table (service.records.Table); then,
+              for a match created by a server with CreateWatchToken but before
+              RevokeWatchTokens, the watch token hash of every seat (32 bytes each); then, for
+              a match with bot seats, the bots mark (u8, 0xB0) and every seat's BotLevel (u8
+              each, 0: a person). Records without any of the three still decode.
 
 Watch access (``keys.watch_key``, a string of its own: see ``base.WatchAccess``) has its own
 format, a leading format byte first:
@@ -35,6 +37,10 @@ _LENGTH = struct.Struct(">H")
 _WATCH_FORMAT: Final = 1
 _NO_HASH: Final = bytes(HASH_BYTES)
 _BOTS_MARK: Final = 0xB0
+_TABLE_FLAG: Final = 0x80
+"""Set in the seats byte of a record that holds a seat table (matches have 2 to 4 seats: the
+seat count keeps the byte's seven low bits)."""
+MAX_SEATS: Final = _TABLE_FLAG - 1
 
 
 def version_prefix(version: int) -> bytes:
@@ -44,8 +50,13 @@ def version_prefix(version: int) -> bytes:
 
 def encode_record(record: MatchRecord) -> bytes:
     """The record as one string."""
-    parts = [_HEAD.pack(record.version, len(record.token_hashes)), *record.token_hashes]
-    for field in (record.state, record.creation, *record.requests):
+    seats = len(record.token_hashes)
+    if seats > MAX_SEATS:
+        raise ValueError(f"a record holds at most {MAX_SEATS} seats, not {seats}")
+    flag = _TABLE_FLAG if record.table else 0
+    parts = [_HEAD.pack(record.version, seats | flag), *record.token_hashes]
+    tail = (record.table,) if record.table else ()
+    for field in (record.state, record.creation, *record.requests, *tail):
         parts += (_LENGTH.pack(len(field)), field)
     parts += record.watch_hashes
     if record.bots:
@@ -61,11 +72,13 @@ def decode_record(match_id: str, data: bytes) -> MatchRecord:
         ValueError: the bytes are not a record.
     """
     version, seats = _HEAD.unpack_from(data)
+    has_table = bool(seats & _TABLE_FLAG)
+    seats &= ~_TABLE_FLAG
     at = _HEAD.size
     hashes = tuple(data[at + i * HASH_BYTES : at + (i + 1) * HASH_BYTES] for i in range(seats))
     at += seats * HASH_BYTES
     fields = []
-    for _ in range(2 + seats):
+    for _ in range(2 + seats + has_table):
         (length,) = _LENGTH.unpack_from(data, at)
         at += _LENGTH.size
         fields.append(data[at : at + length])
@@ -95,9 +108,10 @@ def decode_record(match_id: str, data: bytes) -> MatchRecord:
         state=fields[0],
         token_hashes=hashes,
         creation=fields[1],
-        requests=tuple(fields[2:]),
+        requests=tuple(fields[2 : 2 + seats]),
         watch_hashes=watch,
         bots=bots,
+        table=fields[2 + seats] if has_table else b"",
     )
 
 

@@ -38,6 +38,14 @@ def watch_key(match_id: str) -> str:
     return f"{PREFIX}:{{{match_id}}}:watch"
 
 
+def presence_key(match_id: str) -> str:
+    """The sorted set of the match's connected seats: one member ``<seat>:<replica>`` per seat
+    and replica that has a WatchMatch stream of the seat open, scored by the instant (epoch
+    milliseconds) its mark expires unless renewed (service.store.redis, ``heartbeat``). The key
+    itself expires a TTL after its last renewal."""
+    return f"{PREFIX}:{{{match_id}}}:presence"
+
+
 def wake_channel(match_id: str) -> str:
     """The shard channel on which each commit publishes the match's new version, and a
     revocation of its watch tokens 0 ("read again"): the wake-up of every replica's shared

@@ -17,6 +17,7 @@ from basra.service.store.base import (
     Commit,
     EventEntry,
     EventPage,
+    Heartbeat,
     MatchRecord,
     NewMatch,
     PendingChanges,
@@ -49,6 +50,8 @@ class MemoryStore:
         self._matches: dict[str, _Match] = {}
         self._creates = 0
         self._feeds: list[MemoryFeed] = []
+        self._presence: dict[str, dict[tuple[int, str], float]] = {}
+        """Per match, each (seat, replica) mark's expiry (seconds since the epoch)."""
 
     def _live(self, match_id: str) -> _Match | None:
         match = self._matches.get(match_id)
@@ -135,6 +138,28 @@ class MemoryStore:
             self._changed(match_id, 0)
         return True
 
+    async def heartbeat(
+        self, replica: str, beats: Mapping[str, Heartbeat], now: float, ttl_s: float
+    ) -> dict[str, frozenset[int]]:
+        for match_id, beat in beats.items():
+            marks = self._presence.setdefault(match_id, {})
+            for seat in beat.gone:
+                marks.pop((seat, replica), None)
+            for seat in beat.live:
+                marks[(seat, replica)] = now + ttl_s
+        return await self.connected(beats, now)
+
+    async def connected(self, match_ids: Collection[str], now: float) -> dict[str, frozenset[int]]:
+        found = {}
+        for match_id in match_ids:
+            marks = self._presence.get(match_id, {})
+            for mark in [m for m, at in marks.items() if at <= now]:
+                del marks[mark]  # expired: as Redis drops them
+            if not marks:
+                self._presence.pop(match_id, None)
+            found[match_id] = frozenset(seat for seat, _ in marks)
+        return found
+
     def feed(self, on_reconnect: Callable[[], None]) -> MemoryFeed:
         feed = MemoryFeed(self._feeds)
         self._feeds.append(feed)
@@ -145,6 +170,7 @@ class MemoryStore:
 
     async def close(self) -> None:
         self._matches.clear()
+        self._presence.clear()
         for feed in list(self._feeds):
             await feed.close()
 

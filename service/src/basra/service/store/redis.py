@@ -50,6 +50,7 @@ from basra.service.store.base import (
     Commit,
     EventEntry,
     EventPage,
+    Heartbeat,
     MatchRecord,
     NewMatch,
     StoreFullError,
@@ -135,6 +136,19 @@ if ARGV[3] == '1' then redis.call('SPUBLISH', ARGV[4], '0') end
 return 1
 """
 
+# KEYS: the match's presence set. ARGV: now (epoch ms), the marks' expiry (epoch ms), ttl ms,
+# replica, the number of live seats, the live seats, then the gone seats. Drops the expired
+# marks, renews this replica's live seats' marks (and the key's TTL), removes its gone seats'
+# marks, and answers the members still unexpired ("<seat>:<replica>").
+_HEARTBEAT: Final = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local live = tonumber(ARGV[5])
+for i = 6, 5 + live do redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i] .. ':' .. ARGV[4]) end
+for i = 6 + live, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i] .. ':' .. ARGV[4]) end
+if live > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf')
+"""
+
 
 @dataclass(frozen=True)
 class _Script:
@@ -149,6 +163,7 @@ def _script(source: str) -> _Script:
 _CREATE_SCRIPT: Final = _script(_CREATE)
 _COMMIT_SCRIPT: Final = _script(_COMMIT)
 _SWAP_WATCH_SCRIPT: Final = _script(_SWAP_WATCH)
+_HEARTBEAT_SCRIPT: Final = _script(_HEARTBEAT)
 
 _SCRIPT_NAMES: Final = {
     text: name
@@ -156,6 +171,7 @@ _SCRIPT_NAMES: Final = {
         (_CREATE_SCRIPT, "create"),
         (_COMMIT_SCRIPT, "commit"),
         (_SWAP_WATCH_SCRIPT, "swap_watch"),
+        (_HEARTBEAT_SCRIPT, "heartbeat"),
     )
     for text in (script.sha, script.source)
 }
@@ -180,6 +196,7 @@ RESENDABLE: Final[Mapping[str, str]] = {
     # Command name: why sending it again after it may have run is the same as running it once.
     "GET": "a read: it changes nothing",
     "XRANGE": "a read: it changes nothing",
+    "ZRANGEBYSCORE": "a read (a match's connected seats): it changes nothing",
     "MEMORY": "MEMORY USAGE, a read: it changes nothing",
     "SET": "only the health probe's (checked by key in resendable): one constant byte, a fixed"
     " relative expiry; twice leaves the key as once does",
@@ -202,6 +219,9 @@ RESENDABLE_SCRIPTS: Final[Mapping[str, str]] = {
     " it applied, it finds the version it wrote, applies nothing and answers that record (the"
     " caller sees a lost race and decides again on it: a seat's own request is answered from"
     " its request record, never played twice)",
+    _HEARTBEAT_SCRIPT.sha: "presence marks set to an expiry fixed before sending, removed, and"
+    " expired ones dropped: run again, it sets the same scores, removes what is gone already"
+    " and restarts the key's TTL a moment later",
     # Not here: the watch-access swap (a compare-and-swap that, run again after it applied,
     # answers "not swapped": the caller reads again, draws a new salt and revokes again).
 }
@@ -575,6 +595,47 @@ class RedisStore:
         ]
         return bool(await self._script(_SWAP_WATCH_SCRIPT, names, args))
 
+    async def heartbeat(
+        self, replica: str, beats: Mapping[str, Heartbeat], now: float, ttl_s: float
+    ) -> dict[str, frozenset[int]]:
+        # One script per match (its key's slot), all in one pipeline: one round trip a beat.
+        now_ms = int(now * 1000)
+        ttl_ms = max(1, int(ttl_s * 1000))
+        commands: list[Command] = []
+        for match_id, beat in beats.items():
+            key = keys.presence_key(match_id)
+            args: Command = (now_ms, now_ms + ttl_ms, ttl_ms, replica, len(beat.live))
+            commands.append(
+                ("EVALSHA", _HEARTBEAT_SCRIPT.sha, 1, key, *args, *beat.live, *beat.gone)
+            )
+        if not commands:
+            return {}
+        replies = await self._send(*commands, raise_on_error=False)
+        if any(isinstance(r, redis_errors.NoScriptError) for r in replies):
+            # Redis lost its scripts (a restart, SCRIPT FLUSH): the same beat with the source.
+            # Nothing ran for those, and running the others again changes nothing.
+            sent = [("EVAL", _HEARTBEAT_SCRIPT.source, *command[2:]) for command in commands]
+            replies = await self._send(*sent, raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, redis_errors.OutOfMemoryError):
+                raise StoreFullError(str(reply))
+            if isinstance(reply, redis_errors.ResponseError) and str(reply).startswith(
+                _UNAVAILABLE_REPLIES
+            ):
+                raise StoreUnavailableError(str(reply)) from reply
+            if isinstance(reply, Exception):
+                raise reply
+        return {
+            match_id: _seats_of(members) for match_id, members in zip(beats, replies, strict=True)
+        }
+
+    async def connected(self, match_ids: Collection[str], now: float) -> dict[str, frozenset[int]]:
+        since = f"({int(now * 1000)}"
+        found = await self._send(
+            *(("ZRANGEBYSCORE", keys.presence_key(m), since, "+inf") for m in match_ids)
+        )
+        return {m: _seats_of(members) for m, members in zip(match_ids, found, strict=True)}
+
     def feed(self, on_reconnect: Callable[[], None]) -> RedisFeed:
         feed = RedisFeed(
             self._redis,
@@ -773,6 +834,11 @@ def _entry_fields(entry: EventEntry) -> list[bytes | str]:
         if cards:
             fields += [keys.private_field(seat), cards]
     return fields
+
+
+def _seats_of(members: list[bytes]) -> frozenset[int]:
+    """The seats of a presence set's members (``<seat>:<replica>``)."""
+    return frozenset(int(member.split(b":", 1)[0]) for member in members)
 
 
 def _version(stream_id: bytes) -> int:
