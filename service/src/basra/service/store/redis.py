@@ -64,7 +64,7 @@ from basra.service.store.codec import (
     encode_watch_access,
     version_prefix,
 )
-from basra.service.store.redis_cluster import fold_asking
+from basra.service.store.redis_cluster import close_cluster, fold_asking
 from basra.service.store.redis_feed import RedisFeed
 from basra.service.tracing import Tracing, store_failed
 
@@ -656,8 +656,11 @@ class RedisStore:
             await feed.close()
         if self._fixing:
             await asyncio.wait(self._fixing, timeout=self._timeout_s)
-        await self._redis.aclose()
-        await self._once.aclose()
+        for client in (self._redis, self._once):
+            if isinstance(client, RedisCluster):
+                await close_cluster(client)  # aclose alone can leave connections open
+            else:
+                await client.aclose()
         for sentinel in self._sentinels:
             for client in sentinel.sentinels:
                 await client.aclose()

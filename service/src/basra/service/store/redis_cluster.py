@@ -1,4 +1,5 @@
-"""Redis Cluster: ASK redirections that hold while a slot moves (redis-py's asyncio client).
+"""Redis Cluster: ASK redirections that hold while a slot moves, and a close that closes
+(redis-py's asyncio client).
 
 While a hash slot moves between masters (the source MIGRATING, the target IMPORTING), a key
 already MIGRATEd is answered ``ASK <slot> <target>`` by the source. The client must then send
@@ -35,6 +36,13 @@ connections and reload the slot map). So a TRYAGAIN answering a folded command o
 ASKING again for that node: the retry carries it, and waits on the target until the keys are
 there or the slot has moved (``RedisStore`` retries past redis-py's own tries, within the
 call's deadline).
+
+``RedisCluster.aclose`` closes nothing while the client waits to reload its slot map (it
+disconnects the nodes only when the client counts as initialized), and redis-py asks for that
+reload in the middle of a call (a lost connection, CLUSTERDOWN, every fifth MOVED) and goes on
+opening connections until the call ends: a call that fails or is cancelled there leaves the
+reload asked for, and the connections open through the client's close. ``close_cluster``
+closes them all the same.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ import contextvars
 from collections.abc import Iterable
 from typing import Any, Final
 
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection, Connection
 from redis.exceptions import ResponseError, TryAgainError
 
@@ -161,3 +169,16 @@ def fold_asking(client: RedisCluster) -> RedisCluster:
     for node in client.startup_nodes:
         node.connection_class = folding  # type: ignore[assignment]
     return client
+
+
+async def close_cluster(client: RedisCluster) -> None:
+    """Close ``client`` and every connection it holds: its ``aclose``, then a disconnect of
+    every node it knows, the startup nodes included (nothing left to do for the nodes aclose
+    closed; see the module's docstring for the nodes it leaves)."""
+    await client.aclose()
+    # By identity: a startup node and the known node of its address are two objects, each
+    # with connections of its own, and equal (ClusterNode compares names).
+    nodes: dict[int, ClusterNode] = {}
+    for node in (*client.get_nodes(), *client.nodes_manager.startup_nodes.values()):
+        nodes[id(node)] = node
+    await asyncio.gather(*(node.disconnect() for node in nodes.values()))
