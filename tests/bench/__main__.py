@@ -11,6 +11,7 @@ import time
 
 from tests.bench.abuse_bench import abuse_figures
 from tests.bench.bot_bench import bot_figures
+from tests.bench.bots_service_bench import bots_service_figures
 from tests.bench.client_bench import client_figures
 from tests.bench.engine_bench import engine_figures
 from tests.bench.hardening_bench import hardening_figures
@@ -26,6 +27,8 @@ def main() -> None:
     figures.update(bot_figures())
     print()
     figures.update(service_figures())
+    print()
+    figures.update(bots_service_figures())
     print()
     figures.update(hardening_figures())
     print()
