@@ -616,6 +616,19 @@ class Servicer:
             return False
         return True
 
+    async def _commit(self, match_id: str, commit: Commit) -> tuple[bool, MatchRecord | None]:
+        """``commit`` if the match is still at its expected version (the store's
+        ``commit_or_current``). This replica's streams of the match get the commit's entry from
+        here (watch.py), or are told that nothing came of it."""
+        local = self._watchers.committing(match_id)
+        applied = False
+        try:
+            applied, current = await self._store.commit_or_current(match_id, commit)
+        finally:
+            if local is not None:
+                self._watchers.committed(match_id, local, commit.entry if applied else None)
+        return applied, current
+
     def _notice(self, record: MatchRecord) -> None:
         """Make sure a bot move the match waits for gets made (see bots.py)."""
         if record.bots:
@@ -836,13 +849,7 @@ class Servicer:
             changed = changed._replace(version=record.version + 1)
             finished = self._states.decode(record.state).winner is not None
             commit = Commit(record.version, changed, entry, finished=finished)
-            local = self._watchers.committing(match_id)
-            applied = False
-            try:
-                applied, current = await self._store.commit_or_current(match_id, commit)
-            finally:
-                if local is not None:
-                    self._watchers.committed(match_id, local, entry if applied else None)
+            applied, current = await self._commit(match_id, commit)
             if applied:
                 self._records.put(changed)
                 self._notice(changed)
@@ -1103,14 +1110,7 @@ class Servicer:
                 entry=entry,
                 finished=after.winner is not None,
             )
-            # This replica's streams of the match get the entry from here (watch.py).
-            local = self._watchers.committing(match_id)
-            applied = False
-            try:
-                applied, current = await self._store.commit_or_current(match_id, commit)
-            finally:
-                if local is not None:
-                    self._watchers.committed(match_id, local, entry if applied else None)
+            applied, current = await self._commit(match_id, commit)
             if applied:
                 if commit.finished:
                     self._metrics.matches_finished.inc()
