@@ -284,11 +284,13 @@ def one_attack(tmp: Path, name: str, connections: int) -> dict[str, float | bool
         }
 
 
-def abuse_figures(connections: tuple[int, ...] = (250, 500)) -> dict[str, float | bool]:
+def abuse_figures(
+    connections: tuple[int, ...] = (250, 500), names: tuple[str, ...] = tuple(ATTACKS)
+) -> dict[str, float | bool]:
     figures: dict[str, float | bool] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for count in connections:
-            for name in ATTACKS:
+            for name in names:
                 result = one_attack(Path(tmp), name, count)
                 print(f"  {name} x {count}: {result}", flush=True)
                 for key, value in result.items():
@@ -297,4 +299,6 @@ def abuse_figures(connections: tuple[int, ...] = (250, 500)) -> dict[str, float 
 
 
 if __name__ == "__main__":
-    print(json.dumps(abuse_figures()))
+    import sys
+
+    print(json.dumps(abuse_figures(names=tuple(sys.argv[1:]) or tuple(ATTACKS))))

@@ -293,6 +293,13 @@ class Settings:
         "that opens more has its connection closed): hypercorn builds each stream before the "
         "call limits see it, so this times the connections bounds its memory",
     )
+    http_max_requests_per_connection: int = setting(
+        1000,
+        "BASRA_HTTP_MAX_REQUESTS_PER_CONNECTION",
+        "requests one HTTP connection may make before the server closes it (hypercorn's guard "
+        "against HTTP/2 Rapid Reset); calls in flight on it then fail UNAVAILABLE, and clients "
+        "retry them on a new connection",
+    )
     http_read_timeout_s: float = setting(
         300.0,
         "BASRA_HTTP_READ_TIMEOUT_SECONDS",

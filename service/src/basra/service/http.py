@@ -658,6 +658,7 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     config.errorlog = log  # through the JSON formatter, which clips fields and redacts secrets
     config.include_server_header = False
     config.h2_max_concurrent_streams = settings.http_max_concurrent_streams
+    config.keep_alive_max_requests = settings.http_max_requests_per_connection
     # A connection from which nothing arrives for this long is closed: hypercorn's idle timer
     # covers HTTP/1.1 and HTTP/2 connections between calls, not one that never opened a stream.
     config.read_timeout = math.ceil(settings.http_read_timeout_s)
