@@ -491,9 +491,7 @@ class Servicer:
         if request.seat:
             raise invalid_argument("seat", "applies only to creating a match")
 
-        response = await self._change(
-            request, caller, pb.DealResponse, _deal_act(request, self._engine)
-        )
+        response = await self._change(request, caller, pb.DealResponse, _deal_act(request))
         self._metrics.hands_dealt.inc()
         return response
 
@@ -507,9 +505,7 @@ class Servicer:
             raise invalid_argument("plan_id", "must be 0 (none named) or a plan id from 1")
         if request.plan_id and request.trail:
             raise invalid_argument("trail", "cannot be combined with plan_id")
-        response = await self._change(
-            request, caller, pb.PlayResponse, _play_act(request, card, self._engine)
-        )
+        response = await self._change(request, caller, pb.PlayResponse, _play_act(request, card))
         self._played(request.match_id, response)
         return response
 
@@ -546,9 +542,7 @@ class Servicer:
                 deal = pb.DealRequest(
                     match_id=match_id, expected_version=version, request_id=request_id
                 )
-                await self._change(
-                    deal, None, pb.DealResponse, _deal_act(deal, self._engine), bot_seat=move.seat
-                )
+                await self._change(deal, None, pb.DealResponse, _deal_act(deal), bot_seat=move.seat)
                 self._metrics.hands_dealt.inc()
             else:
                 card, plan_id = CARDS[play[0]], play[1]
@@ -564,7 +558,7 @@ class Servicer:
                     request,
                     None,
                     pb.PlayResponse,
-                    _play_act(request, card, self._engine),
+                    _play_act(request, card),
                     bot_seat=move.seat,
                 )
                 self._played(match_id, response)
@@ -951,19 +945,16 @@ def _creation_response(
 
 
 Act = Callable[[State, int, int, bytes], tuple[R, State, EventEntry]]
-Engine = Callable[[str], contextlib.AbstractContextManager[Any]]
-"""Spans the engine's work by name in a traced call (``Servicer._engine``)."""
 """A change: (state, seat, new version, the seats' bot levels) -> (response, state after, entry)."""
 
 
-def _deal_act(request: pb.DealRequest, engine: Engine) -> Act[pb.DealResponse]:
-    """The next hand's deal, as ``seat`` asks it (``engine`` spans the engine's work)."""
+def _deal_act(request: pb.DealRequest) -> Act[pb.DealResponse]:
+    """The next hand's deal, as ``seat`` asks it."""
 
     def act(
         state: State, seat: int, version: int, levels: bytes
     ) -> tuple[pb.DealResponse, State, EventEntry]:
-        with engine("deal"):
-            after, events = deal_next_hand(state)
+        after, events = deal_next_hand(state)
         outcome = Outcome.of(version, after, events)
         response = pb.DealResponse(match_id=request.match_id, events=outcome.for_seat(seat))
         convert.fill_view(response.view, after, seat, request.match_id, version, levels)
@@ -972,15 +963,14 @@ def _deal_act(request: pb.DealRequest, engine: Engine) -> Act[pb.DealResponse]:
     return act
 
 
-def _play_act(request: pb.PlayRequest, card: Card, engine: Engine) -> Act[pb.PlayResponse]:
-    """``seat`` plays ``card`` as ``request`` says (``engine`` spans the engine's work)."""
+def _play_act(request: pb.PlayRequest, card: Card) -> Act[pb.PlayResponse]:
+    """``seat`` plays ``card`` as ``request`` says."""
 
     def act(
         state: State, seat: int, version: int, levels: bytes
     ) -> tuple[pb.PlayResponse, State, EventEntry]:
         play = Play(seat, card, request.plan_id or None, request.trail)
-        with engine("apply"):
-            after, events = apply(state, play)
+        after, events = apply(state, play)
         played = events[0]
         assert isinstance(played, CardPlayed)
         outcome = Outcome.of(version, after, events)
