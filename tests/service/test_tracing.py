@@ -227,12 +227,16 @@ def test_a_whole_match_is_traced_from_the_caller_through_the_engine_and_redis(
         assert by_id[span.parent_span_id.hex()].kind == trace_pb2.Span.SPAN_KIND_SERVER
     names = {s.name for s in redis_spans}
     assert {"EVALSHA create", "EVALSHA commit PEXPIRE", "GET"} <= names, names
+    # A play: the engine's apply and its store round trips.
     for play in plays:
         below = {s.name for s in children if s.parent_span_id == play.span_id}
         if not attributes(play.attributes).get("basra.error.reason"):
             assert {"basra.engine.apply", "EVALSHA commit PEXPIRE"} <= below, below
     listing = next(s for s in calls if attributes(s.attributes)["rpc.method"] == "ListPlans")
     assert "basra.engine.plans" in {s.name for s in children if s.parent_span_id == listing.span_id}
+    (creation,) = [s for s in calls if attributes(s.attributes)["rpc.method"] == "CreateMatch"]
+    below = {s.name for s in children if s.parent_span_id == creation.span_id}
+    assert {"basra.engine.new_match", "EVALSHA create"} <= below, below
 
     # WatchMatch: its setup span, then one instant span per version sent, with its event.
     (setup,) = [s for s in calls if attributes(s.attributes)["rpc.method"] == "WatchMatch"]
@@ -315,3 +319,22 @@ def test_untraced_calls_log_no_trace(start_server: Callable[..., ServerThread]) 
     (line,) = [entry for entry in logged if entry.get("method") == "ListRules"]
     assert "trace_id" not in line
     assert "span_id" not in line
+
+
+def test_a_call_without_a_traceparent_starts_a_trace_of_its_own(
+    traced_server: ServerThread, receiver: tuple[Receiver, int]
+) -> None:
+    stub = traced_server.channel.unary_unary(
+        f"/{SERVICE.full_name}/ListRules",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=pb.ListRulesResponse.FromString,
+    )
+    stub(pb.ListRulesRequest(), metadata=(("baggage", "team=frontend"),), timeout=10)
+    stub(pb.ListRulesRequest(), metadata=(("traceparent", TRACEPARENT),), timeout=10)
+    traced_server.stop()  # exports every span still batched
+    spans = [s for s in receiver[0].spans() if s.name.endswith("/ListRules")]
+    own, continued = sorted(spans, key=lambda s: s.trace_id.hex() == TRACE_ID)
+    assert own.trace_id.hex() != TRACE_ID
+    assert not own.parent_span_id
+    assert continued.trace_id.hex() == TRACE_ID
+    assert continued.parent_span_id.hex() == PARENT_SPAN_ID

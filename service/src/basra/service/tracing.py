@@ -1,5 +1,5 @@
 """OpenTelemetry traces: a server span per call on both ports, child spans for the store's round
-trips and the engine's work, exported over OTLP/gRPC.
+trips and for the engine's longer work, exported over OTLP/gRPC.
 
 Tracing is on when the standard OpenTelemetry environment names an OTLP endpoint
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``); the SDK reads the
@@ -89,6 +89,10 @@ _SERVER_FAULTS: Final = frozenset(
     }
 )
 _NO_SPAN: Final = nullcontext()
+_ROOT: Final = context.Context()
+"""The parent of a call that carries no trace: a new trace starts."""
+_DELIVERY: Final = {"rpc.system": "grpc", "rpc.service": RPC_SERVICE, "rpc.method": "WatchMatch"}
+_KEPT_SUMMARIES: Final = 64
 
 Metadata = Sequence[tuple[str, Any]]
 
@@ -114,13 +118,20 @@ def protocol(metadata: Metadata) -> tuple[str, str]:
     ``content-type`` (gRPC takes it), the HTTP port's headers always do."""
     for name, value in metadata:
         if name == "content-type":
-            kind = value if isinstance(value, str) else ""
-            if kind.startswith("application/grpc-web"):
-                return "http", "grpc_web"
-            if kind.startswith("application/grpc"):
-                return "http", "grpc"
-            return "http", "connect_rpc"
-    return "grpc", "grpc"
+            return _protocol(value)
+    return _protocol(None)
+
+
+def _protocol(content_type: object) -> tuple[str, str]:
+    """``protocol`` from a call's ``content-type`` (None: it has none)."""
+    if content_type is None:
+        return "grpc", "grpc"
+    kind = content_type if isinstance(content_type, str) else ""
+    if kind.startswith("application/grpc-web"):
+        return "http", "grpc_web"
+    if kind.startswith("application/grpc"):
+        return "http", "grpc"
+    return "http", "connect_rpc"
 
 
 class ServerCall:
@@ -170,37 +181,58 @@ def _connect_code(code: grpc.StatusCode) -> str:
 
 
 class Tracing:
-    """The server's tracer provider and the spans the service makes."""
+    """The server's tracer provider and the spans the service makes.
+
+    Every traced call pays for its spans on the event loop (the SDK builds each one) and on the
+    export thread (each is encoded to OTLP there), so what is per method or per store round trip
+    is worked out once: span names and attribute sets are kept, the caller's context is
+    extracted only when its metadata carries a header the propagators read, the engine's
+    spans are never made current (nothing runs under them), and the engine gets a span only where
+    its work can take long (``engine``)."""
 
     def __init__(self, provider: TracerProvider) -> None:
         self.provider = provider
         self.tracer = provider.get_tracer("basra.service")
+        # The headers the configured propagators (OTEL_PROPAGATORS) read: a call carrying none
+        # of them starts a new trace without running them.
+        self._fields = frozenset(propagate.get_global_textmap().fields)
+        self._servers: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
+        self._stores: dict[str, dict[str, str | int]] = {}
 
     def server(self, method: str, metadata: Metadata, match_id: str) -> ServerCall:
         """Start the server span of a call of ``method`` (a child of the caller's
         ``traceparent``, its ``baggage`` kept in the context) and make it current."""
-        parent = propagate.extract(metadata, getter=_GETTER)
-        port, system = protocol(metadata)
-        attributes: dict[str, str] = {
-            "rpc.system": "grpc" if system != "connect_rpc" else "connect_rpc",
-            "rpc.service": RPC_SERVICE,
-            "rpc.method": method,
-            "basra.port": port,
-            "basra.protocol": system,
-        }
+        content_type: object = None
+        carried = False
+        fields = self._fields
+        for name, value in metadata:
+            if name == "content-type":
+                content_type = value
+            elif name in fields:
+                carried = True
+        parent = propagate.extract(metadata, getter=_GETTER) if carried else _ROOT
+        port, system = _protocol(content_type)
+        known = self._servers.get((method, system))
+        if known is None:
+            known = self._servers[method, system] = _server_span(method, port, system)
+        name, attributes = known
         if match_id:
-            attributes["basra.match_id"] = match_id[:64]
-        span = self.tracer.start_span(
-            f"{RPC_SERVICE}/{method}", parent, SpanKind.SERVER, attributes
-        )
+            attributes = {**attributes, "basra.match_id": match_id[:64]}
+        span = self.tracer.start_span(name, parent, SpanKind.SERVER, attributes)
         token = context.attach(trace.set_span_in_context(span, parent))
         return ServerCall(span, token, system)
 
     def engine(self, name: str) -> AbstractContextManager[Any]:
-        """A span for the engine's ``name`` (apply, plans, deal, new match) in a traced call."""
+        """A span for the engine's ``name`` (``plans``, ``new_match``) in a traced call: a
+        child of the call's span, never current itself.
+
+        Only where the engine's work can take long: listing the plans of a hand grows with the
+        floor, and a new match shuffles and deals. A play's ``apply`` and a hand's deal are not
+        spanned: on the compiled engine each takes less CPU than a span costs to make and
+        export, and the call's span less its store span's already bounds them."""
         if not trace.get_current_span().is_recording():
             return _NO_SPAN
-        return self.tracer.start_as_current_span(f"basra.engine.{name}")
+        return _Ended(self.tracer.start_span(f"basra.engine.{name}"))
 
     def delivered(self, setup: SpanContext, version: int) -> None:
         """A WatchMatch stream sent ``version`` whole: one instant span, a child of the stream's
@@ -208,10 +240,7 @@ class Tracing:
         is still open, and the stream's may stay open for hours)."""
         parent = trace.set_span_in_context(trace.NonRecordingSpan(setup))
         span = self.tracer.start_span(
-            f"{RPC_SERVICE}/WatchMatch delivery",
-            parent,
-            SpanKind.SERVER,
-            {"rpc.system": "grpc", "rpc.service": RPC_SERVICE, "rpc.method": "WatchMatch"},
+            f"{RPC_SERVICE}/WatchMatch delivery", parent, SpanKind.SERVER, _DELIVERY
         )
         span.add_event("basra.watch.delivered", {"basra.version": version})
         span.end()
@@ -221,19 +250,58 @@ class Tracing:
         names and script names, never keys or arguments), when a traced call makes it."""
         if not trace.get_current_span().is_recording():
             return None
-        attributes: dict[str, str | int] = {
-            "db.system": "redis",
-            "db.system.name": "redis",
-            "db.operation.name": summary.split(" ", 1)[0] if commands == 1 else "PIPELINE",
-            "db.query.summary": summary,
-        }
-        if commands > 1:
-            attributes["db.operation.batch.size"] = commands
+        attributes = self._stores.get(summary)
+        if attributes is None:
+            attributes = _store_attributes(summary, commands)
+            # The summaries are the store's fixed commands and scripts: a handful.
+            if len(self._stores) < _KEPT_SUMMARIES:
+                self._stores[summary] = attributes
         return self.tracer.start_span(summary, kind=SpanKind.CLIENT, attributes=attributes)
 
     def shutdown(self) -> None:
         """Export what is left and stop (blocks: call it from a thread)."""
         self.provider.shutdown()
+
+
+class _Ended:
+    """Ends a span that is not current when its ``with`` block ends; a failure is named by its
+    type only (its text may quote a hand's cards), the call's span says how the call ended."""
+
+    __slots__ = ("_span",)
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None:
+            self._span.set_attribute("error.type", kind.__name__)
+        self._span.end()
+
+
+def _server_span(method: str, port: str, system: str) -> tuple[str, dict[str, str]]:
+    """The name and the attributes every server span of ``method`` over ``system`` has."""
+    return f"{RPC_SERVICE}/{method}", {
+        "rpc.system": "grpc" if system != "connect_rpc" else "connect_rpc",
+        "rpc.service": RPC_SERVICE,
+        "rpc.method": method,
+        "basra.port": port,
+        "basra.protocol": system,
+    }
+
+
+def _store_attributes(summary: str, commands: int) -> dict[str, str | int]:
+    attributes: dict[str, str | int] = {
+        "db.system": "redis",
+        "db.system.name": "redis",
+        "db.operation.name": summary.split(" ", 1)[0] if commands == 1 else "PIPELINE",
+        "db.query.summary": summary,
+    }
+    if commands > 1:
+        attributes["db.operation.batch.size"] = commands
+    return attributes
 
 
 def store_failed(span: Span, error: BaseException) -> None:
