@@ -15,7 +15,18 @@ from basra.service import records
 from basra.service.store import MatchRecord, keys
 from basra.service.store.codec import decode_record
 from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import game_pb2
+from basra.v1 import basra_service_pb2_grpc, game_pb2
+from tests.support import ServerThread
+
+
+def stub(server: ServerThread) -> basra_service_pb2_grpc.BasraServiceStub:
+    """A BasraService stub on ``server``'s gRPC channel."""
+    return basra_service_pb2_grpc.BasraServiceStub(server.channel)
+
+
+def bearer(token: str) -> tuple[tuple[str, str]]:
+    """The gRPC metadata that authenticates a call with a seat or watch token."""
+    return (("authorization", f"Bearer {token}"),)
 
 
 @dataclass

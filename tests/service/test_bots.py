@@ -14,23 +14,15 @@ from basra.client.match import Rejection, to_card
 from basra.service.store import MatchRecord
 from basra.service.store.codec import decode_record, encode_record
 from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import basra_service_pb2_grpc, game_pb2
+from basra.v1 import game_pb2
 from tests.service.conftest import rpc_error
-from tests.service.driver import audit_states, stored_state
+from tests.service.driver import audit_states, bearer, stored_state, stub
 from tests.support import ServerThread, StreamReader, wait_until
 
 PERSON = game_pb2.BOT_LEVEL_UNSPECIFIED
 STRONG = game_pb2.BOT_LEVEL_STRONG
 GREEDY = game_pb2.BOT_LEVEL_GREEDY
 RANDOM = game_pb2.BOT_LEVEL_RANDOM
-
-
-def stub(server: ServerThread) -> basra_service_pb2_grpc.BasraServiceStub:
-    return basra_service_pb2_grpc.BasraServiceStub(server.channel)
-
-
-def auth(token: str) -> tuple[tuple[str, str]]:
-    return (("authorization", f"Bearer {token}"),)
 
 
 def create(
@@ -48,7 +40,7 @@ def create(
 
 
 def view(server: ServerThread, match_id: str, token: str) -> game_pb2.MatchView:
-    response = stub(server).GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=auth(token))
+    response = stub(server).GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=bearer(token))
     return response.view
 
 
@@ -57,10 +49,10 @@ def person_move(server: ServerThread, match_id: str, token: str, seen: game_pb2.
     deal of the next hand."""
     if seen.status == game_pb2.MATCH_STATUS_HAND_OVER:
         stub(server).Deal(
-            pb.DealRequest(match_id=match_id, expected_version=seen.version), metadata=auth(token)
+            pb.DealRequest(match_id=match_id, expected_version=seen.version), metadata=bearer(token)
         )
         return
-    plans = stub(server).ListPlans(pb.ListPlansRequest(match_id=match_id), metadata=auth(token))
+    plans = stub(server).ListPlans(pb.ListPlansRequest(match_id=match_id), metadata=bearer(token))
     chosen = next((c for c in plans.cards if c.plans), plans.cards[0])
     stub(server).Play(
         pb.PlayRequest(
@@ -69,7 +61,7 @@ def person_move(server: ServerThread, match_id: str, token: str, seen: game_pb2.
             plan_id=chosen.plans[0].id if chosen.plans else 0,
             expected_version=seen.version,
         ),
-        metadata=auth(token),
+        metadata=bearer(token),
     )
 
 
@@ -105,14 +97,16 @@ def test_a_person_plays_a_strong_bot_to_the_end_and_never_sees_its_hand(
     assert [s.bot for s in created.view.seats] == [PERSON, STRONG]
     watch_token = (
         stub(server)
-        .CreateWatchToken(pb.CreateWatchTokenRequest(match_id=match_id), metadata=auth(token))
+        .CreateWatchToken(pb.CreateWatchTokenRequest(match_id=match_id), metadata=bearer(token))
         .watch_token
     )
     person_stream = StreamReader(
-        stub(server).WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=auth(token))
+        stub(server).WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(token))
     )
     spectator_stream = StreamReader(
-        stub(server).WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=auth(watch_token))
+        stub(server).WatchMatch(
+            pb.WatchMatchRequest(match_id=match_id), metadata=bearer(watch_token)
+        )
     )
     views = [created.view]
     seen = created.view
@@ -223,7 +217,7 @@ def test_a_replica_stopped_before_the_bot_moved_leaves_the_move_to_the_next_stre
     b = start_server(redis_url=redis_url)
     stream = StreamReader(
         stub(b).WatchMatch(
-            pb.WatchMatchRequest(match_id=match_id, after_version=2), metadata=auth(token)
+            pb.WatchMatchRequest(match_id=match_id, after_version=2), metadata=bearer(token)
         )
     )
     wait_until(lambda: stream.has(3), 30, "the stream shows the bot's move")
@@ -294,7 +288,7 @@ def test_a_match_of_bots_only_plays_itself_out_for_its_watch_token(
     assert all(not dealt_cards(e) for e in created.events)
     stream = StreamReader(
         stub(server).WatchMatch(
-            pb.WatchMatchRequest(match_id=created.match_id), metadata=auth(created.watch_token)
+            pb.WatchMatchRequest(match_id=created.match_id), metadata=bearer(created.watch_token)
         )
     )
     wait_until(lambda: stream.ended or stream.error is not None, 60, "the match ends")

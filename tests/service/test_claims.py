@@ -24,9 +24,9 @@ from basra.service.errors import DOMAIN
 from basra.service.store import MatchRecord, keys
 from basra.service.store.codec import decode_record, encode_record
 from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import basra_service_pb2_grpc, game_pb2
+from basra.v1 import game_pb2
 from tests.service.conftest import rpc_error
-from tests.service.driver import audit_states, snapshot, stored_record
+from tests.service.driver import audit_states, bearer, snapshot, stored_record, stub
 from tests.support import ServerThread, StreamReader, wait_until
 
 PERSON = game_pb2.BOT_LEVEL_UNSPECIFIED
@@ -37,14 +37,6 @@ HELD = game_pb2.SEAT_CLAIM_TOKEN
 OPEN = game_pb2.SEAT_CLAIM_OPEN
 CLAIMED = game_pb2.SEAT_CLAIM_CLAIMED
 BOT = game_pb2.SEAT_CLAIM_UNSPECIFIED
-
-
-def stub(server: ServerThread) -> basra_service_pb2_grpc.BasraServiceStub:
-    return basra_service_pb2_grpc.BasraServiceStub(server.channel)
-
-
-def auth_md(token: str) -> tuple[tuple[str, str]]:
-    return (("authorization", f"Bearer {token}"),)
 
 
 def create(
@@ -88,13 +80,13 @@ def reissue(
     server: ServerThread, match_id: str, token: str, seat: int
 ) -> pb.ReissueInvitationResponse:
     response: pb.ReissueInvitationResponse = stub(server).ReissueInvitation(
-        pb.ReissueInvitationRequest(match_id=match_id, seat=seat), metadata=auth_md(token)
+        pb.ReissueInvitationRequest(match_id=match_id, seat=seat), metadata=bearer(token)
     )
     return response
 
 
 def view(server: ServerThread, match_id: str, token: str) -> game_pb2.MatchView:
-    response = stub(server).GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=auth_md(token))
+    response = stub(server).GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=bearer(token))
     return response.view
 
 
@@ -144,7 +136,7 @@ def test_a_claim_hands_out_its_seats_token_once_and_every_seat_sees_the_name(
     watching = StreamReader(
         stub(any_server).WatchMatch(
             pb.WatchMatchRequest(match_id=created.match_id, after_version=1),
-            metadata=auth_md(host),
+            metadata=bearer(host),
         )
     )
     claimed = claim(any_server, created.match_id, invitation.code, name="  Leïla ")
@@ -229,7 +221,7 @@ def test_reissuing_a_claimed_seat_revokes_its_token_and_the_new_invitation_works
     old = claim(any_server, created.match_id, invitation.code, "Lost").seat_token.token
     stream = StreamReader(
         stub(any_server).WatchMatch(
-            pb.WatchMatchRequest(match_id=created.match_id, after_version=2), metadata=auth_md(old)
+            pb.WatchMatchRequest(match_id=created.match_id, after_version=2), metadata=bearer(old)
         )
     )
     reissued = reissue(any_server, created.match_id, host, 1)
@@ -249,12 +241,12 @@ def test_reissuing_a_claimed_seat_revokes_its_token_and_the_new_invitation_works
     for call in (
         lambda: view(any_server, created.match_id, old),
         lambda: stub(any_server).Deal(
-            pb.DealRequest(match_id=created.match_id), metadata=auth_md(old)
+            pb.DealRequest(match_id=created.match_id), metadata=bearer(old)
         ),
         lambda: next(
             iter(
                 stub(any_server).WatchMatch(
-                    pb.WatchMatchRequest(match_id=created.match_id), metadata=auth_md(old)
+                    pb.WatchMatchRequest(match_id=created.match_id), metadata=bearer(old)
                 )
             )
         ),
@@ -300,7 +292,7 @@ def test_a_play_retried_after_a_seat_change_answers_as_it_did(any_server: Server
     assert seen.version == 4  # three claims
     mover = seen.to_play
     plans = stub(any_server).ListPlans(
-        pb.ListPlansRequest(match_id=created.match_id), metadata=auth_md(tokens[mover])
+        pb.ListPlansRequest(match_id=created.match_id), metadata=bearer(tokens[mover])
     )
     option = plans.cards[0]
     request = pb.PlayRequest(
@@ -309,11 +301,11 @@ def test_a_play_retried_after_a_seat_change_answers_as_it_did(any_server: Server
         plan_id=1 if option.plans else 0,
         request_id="play-1",
     )
-    first = stub(any_server).Play(request, metadata=auth_md(tokens[mover]))
+    first = stub(any_server).Play(request, metadata=bearer(tokens[mover]))
     # Another seat changes holder after the play, then the play is retried.
     other = next(s for s in (1, 2, 3) if s != mover)
     reissue(any_server, created.match_id, tokens[0], other)
-    again = stub(any_server).Play(request, metadata=auth_md(tokens[mover]))
+    again = stub(any_server).Play(request, metadata=bearer(tokens[mover]))
     assert again == first
     assert first.view.version == 5
     assert view(any_server, created.match_id, tokens[0]).version == 6
@@ -326,7 +318,7 @@ def test_only_the_creator_reissues_and_only_another_person_seat(
     host = created.seat_tokens[0].token
     guest = claim(server, created.match_id, created.invitations[0].code).seat_token.token
     watch = stub(server).CreateWatchToken(
-        pb.CreateWatchTokenRequest(match_id=created.match_id), metadata=auth_md(host)
+        pb.CreateWatchTokenRequest(match_id=created.match_id), metadata=bearer(host)
     )
     before = snapshot(store, created.match_id)
     cases = [
@@ -467,7 +459,7 @@ def test_a_claimant_sees_its_own_hand_only(server: ServerThread, store: redis.Re
     events = StreamReader(
         stub(server).WatchMatch(
             pb.WatchMatchRequest(match_id=created.match_id),
-            metadata=auth_md(claimed.seat_token.token),
+            metadata=bearer(claimed.seat_token.token),
         )
     )
     wait_until(lambda: events.has(2), what="the claimant's stream catches up")

@@ -16,20 +16,13 @@ from basra.service import presence
 from basra.service.config import SettingError, Settings
 from basra.service.store import keys
 from basra.v1 import basra_service_pb2 as pb
-from basra.v1 import basra_service_pb2_grpc, game_pb2
+from basra.v1 import game_pb2
 from tests.service.conftest import HeldClock
+from tests.service.driver import bearer, stub
 from tests.support import ServerThread, StreamReader, wait_until
 
 GREEDY = game_pb2.BOT_LEVEL_GREEDY
 PERSON = game_pb2.BOT_LEVEL_UNSPECIFIED
-
-
-def stub(server: ServerThread) -> basra_service_pb2_grpc.BasraServiceStub:
-    return basra_service_pb2_grpc.BasraServiceStub(server.channel)
-
-
-def auth(token: str) -> tuple[tuple[str, str]]:
-    return (("authorization", f"Bearer {token}"),)
 
 
 class Table:
@@ -61,7 +54,7 @@ class Table:
     def connected(self, server: ServerThread, seat: int = 0) -> list[bool]:
         """Each seat's ``connected``, in the view GetMatch answers on ``server``."""
         response = stub(server).GetMatch(
-            pb.GetMatchRequest(match_id=self.match_id), metadata=auth(self.tokens[seat])
+            pb.GetMatchRequest(match_id=self.match_id), metadata=bearer(self.tokens[seat])
         )
         assert all(s.HasField("connected") for s in response.view.seats)
         return [s.connected for s in response.view.seats]
@@ -70,7 +63,7 @@ class Table:
         return StreamReader(
             stub(server).WatchMatch(
                 pb.WatchMatchRequest(match_id=self.match_id, presence=presence),
-                metadata=auth(self.tokens[seat]),
+                metadata=bearer(self.tokens[seat]),
             )
         )
 
@@ -215,14 +208,14 @@ def test_a_presence_stream_hears_of_a_seat_connecting_on_another_replica_within_
     spectator_token = (
         stub(one)
         .CreateWatchToken(
-            pb.CreateWatchTokenRequest(match_id=table.match_id), metadata=auth(table.tokens[0])
+            pb.CreateWatchTokenRequest(match_id=table.match_id), metadata=bearer(table.tokens[0])
         )
         .watch_token
     )
     spectator = StreamReader(
         stub(one).WatchMatch(
             pb.WatchMatchRequest(match_id=table.match_id, presence=True),
-            metadata=auth(spectator_token),
+            metadata=bearer(spectator_token),
         )
     )
     wait_until(lambda: spectator.presences, what="the spectator's first presence message")

@@ -19,7 +19,7 @@ from basra.service.store import keys
 from basra.service.store.codec import decode_record, encode_record
 from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import new_match, rpc_error
-from tests.service.driver import audit_states, play_match
+from tests.service.driver import audit_states, bearer, play_match
 from tests.service.test_match_flow import cards_in
 from tests.support import ServerThread, StreamReader, wait_until
 
@@ -31,10 +31,6 @@ def watch_token(client: MatchClient, seat: int) -> str:
         timeout=10,
     )
     return response.watch_token
-
-
-def bearer(token: str) -> tuple[tuple[str, str]]:
-    return (("authorization", f"Bearer {token}"),)
 
 
 def test_a_seat_gets_the_same_watch_token_on_every_call_and_each_seat_its_own(

@@ -23,13 +23,9 @@ from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from tests.service.conftest import BASE, new_match, rpc_error
-from tests.service.driver import play_match
+from tests.service.driver import bearer, play_match
 from tests.service.test_http import TRANSPORTS, Client, RejectedError
 from tests.support import ServerThread, StreamReader, wait_until
-
-
-def bearer(token: str) -> tuple[tuple[str, str]]:
-    return (("authorization", f"Bearer {token}"),)
 
 
 def create(client: MatchClient, seat: int) -> str:
