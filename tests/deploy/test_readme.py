@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from dataclasses import fields
 from typing import Final
 
 import pytest
 
-from basra.service.config import ENVIRONMENT, Settings, flag_name
+from basra.service.config import ENVIRONMENT, Settings, flag_name, shown
 from tests.deploy.exported import metric_names
 from tests.deploy.manifests import DEPLOY, built, one
 
@@ -21,20 +20,7 @@ README: Final = (DEPLOY / "README.md").read_text()
 CONFIGURE: Final = README.split("\n## Configure\n", 1)[1].split("\n## ", 1)[0]
 
 
-def shown(default: object) -> str:
-    """A default as the README writes it."""
-    if default is None:
-        return "unset"
-    if default == ():
-        return "empty"
-    if isinstance(default, bool):
-        return str(default).lower()
-    if isinstance(default, float) and default.is_integer():
-        return str(int(default))
-    return str(default)
-
-
-@pytest.mark.parametrize("setting", [f.name for f in fields(Settings)])
+@pytest.mark.parametrize("setting", sorted(ENVIRONMENT))
 def test_every_setting_is_documented_with_its_flag_and_default(setting: str) -> None:
     variable = ENVIRONMENT[setting]
     rows = [line for line in CONFIGURE.splitlines() if line.startswith(f"| `{variable}` |")]

@@ -21,11 +21,35 @@ def parse(argv: list[str], environ: dict[str, str]) -> Settings:
 
 
 def test_every_setting_has_a_flag_and_an_environment_variable() -> None:
-    assert set(ENVIRONMENT) == {f.name for f in fields(Settings)}
+    assert set(ENVIRONMENT) | set(config.CONSTANTS) == {f.name for f in fields(Settings)}
+    assert not set(ENVIRONMENT) & set(config.CONSTANTS)
     parser = argparse.ArgumentParser()
     config.add_arguments(parser)
     flags = {a.dest for a in parser._actions}
     assert set(ENVIRONMENT) <= flags
+    assert not set(config.CONSTANTS) & flags
+
+
+def test_request_timeout_has_one_meaning() -> None:
+    """The request deadline and the wait of a response for its client are two values."""
+    assert "request_timeout_s" in ENVIRONMENT
+    assert "response_wait_s" in config.CONSTANTS
+
+
+@pytest.mark.parametrize("constant", sorted(config.CONSTANTS))
+def test_a_variable_named_like_a_constant_is_refused_not_ignored(constant: str) -> None:
+    variable = config.constant_variable(constant)
+    assert variable.startswith("BASRA_")
+    assert variable not in ENVIRONMENT.values()
+    with pytest.raises(ValueError, match=rf"^\${variable} is not a setting: the server holds"):
+        parse(["--store", "embedded"], {variable: "1"})
+    with pytest.raises(SystemExit):
+        parse(["--store", "embedded", config.flag_name(constant), "1"], {})
+
+
+def test_a_constant_out_of_range_is_refused_by_its_name() -> None:
+    with pytest.raises(config.SettingError, match=r"^presence_ttl_s must be more than"):
+        Settings(store="embedded", presence_interval_s=5, presence_ttl_s=5)
 
 
 def test_defaults_environment_then_flags() -> None:
@@ -157,6 +181,8 @@ def test_every_flag_help_shows_its_default_and_variable() -> None:
     config.add_arguments(parser)
     by_dest = {a.dest: a for a in parser._actions}
     for f in fields(Settings):
+        if f.name in config.CONSTANTS:
+            continue
         text = by_dest[f.name].help or ""
         assert f"(default: {config.shown(f.default)}; ${ENVIRONMENT[f.name]})" in text, f.name
     redis_help = by_dest["redis_url"].help or ""

@@ -69,6 +69,13 @@ def setting(
     )
 
 
+def constant(default: Any, why: str) -> Any:
+    """Declare a constant of the server: a value no operator turns, so it has no flag and no
+    variable, with ``why`` it is what it is. Tests build ``Settings`` with other values (a
+    presence interval of a tenth of a second) to reach a case without waiting for it."""
+    return field(default=default, metadata={"env": None, "why": why, "secret": False})
+
+
 def _port_or_off(text: str) -> int | None:
     if text.lower() == "off":
         return None
@@ -250,14 +257,6 @@ class Settings:
     health_interval_s: float = setting(
         2.0, "BASRA_HEALTH_INTERVAL_SECONDS", "seconds between store health checks"
     )
-    events_maxlen: int = setting(
-        2000,
-        "BASRA_EVENTS_MAXLEN",
-        "versions whose events are kept per match (a two-seat hand makes 49); older are trimmed",
-    )
-    max_message_bytes: int = setting(
-        64 * 1024, "BASRA_MAX_MESSAGE_BYTES", "largest request or response message, bytes"
-    )
     max_concurrent_streams: int = setting(
         100,
         "BASRA_MAX_CONCURRENT_STREAMS",
@@ -309,8 +308,8 @@ class Settings:
     request_timeout_s: float = setting(
         10.0,
         "BASRA_REQUEST_TIMEOUT_SECONDS",
-        "seconds a call's request message may take to arrive after its headers (on the HTTP port, "
-        "also how long a piece of a response may wait for the client to take it)",
+        "seconds a call's request message may take to arrive after its headers; past it the "
+        "call fails DEADLINE_EXCEEDED and gives back its place",
     )
     create_rate: float = setting(
         50.0,
@@ -327,28 +326,6 @@ class Settings:
     )
     caller_create_burst: int = setting(
         50, "BASRA_CALLER_CREATE_BURST", "matches one caller may create at once, per replica"
-    )
-    rate_limit_callers: int = setting(
-        10000,
-        "BASRA_RATE_LIMIT_CALLERS",
-        "callers whose creation rate is tracked at once per replica (least recent forgotten)",
-    )
-    watch_poll_s: float = setting(
-        5.0,
-        "BASRA_WATCH_POLL_SECONDS",
-        "seconds between checks (PING) of the shared WatchMatch reader's Redis connection",
-    )
-    presence_interval_s: float = setting(
-        5.0,
-        "BASRA_PRESENCE_INTERVAL_SECONDS",
-        "seconds between two renewals of the presence of the seats whose WatchMatch streams "
-        "this replica serves (one Redis round trip per 500 matches)",
-    )
-    presence_ttl_s: float = setting(
-        15.0,
-        "BASRA_PRESENCE_TTL_SECONDS",
-        "seconds a seat stays connected after its stream's last renewal when the replica "
-        "serving it stops without a goodbye; more than the renewal interval",
     )
     http_listen: str | None = setting(
         "[::]:8080",
@@ -387,17 +364,56 @@ class Settings:
         "processes that think for the strong bots of this replica, off its event loop (about "
         "the pod's CPUs less one)",
     )
-    bot_max_thinking: int = setting(
-        16,
-        "BASRA_BOT_MAX_THINKING",
-        "strong bot moves handed to the thinking processes at once per replica; more wait "
-        "their turn on the replica, costing no CPU",
-    )
     bot_strong_seconds: float = setting(
         0.5,
         "BASRA_BOT_STRONG_SECONDS",
         "most seconds a strong bot searches for one move (it stops after the world in "
         "progress; its budget of rollouts usually ends the search well before)",
+    )
+
+    # Constants: no operator turns these (each says why it is what it is); tests set them.
+    response_wait_s: float = constant(
+        10.0,
+        "how long a piece of a response on the HTTP port waits for its client to take it "
+        "before the call is let go: a client that reads nothing for that long has left, and its "
+        "call must not hold a place in the call limits",
+    )
+    events_maxlen: int = constant(
+        2000,
+        "versions whose events are kept per match (a two-seat hand makes 49; older ones are "
+        "trimmed): more than a match plays, so WatchMatch resumes from any version of it, and a "
+        "bound on a match's memory in Redis",
+    )
+    max_message_bytes: int = constant(
+        64 * 1024,
+        "largest request or response message: many times the largest the contract makes (a "
+        "view with every history entry), small enough that a hostile body costs little",
+    )
+    rate_limit_callers: int = constant(
+        10000,
+        "callers whose creation rate is tracked at once per replica (least recent forgotten): "
+        "a fixed memory bound of under a megabyte, far more callers than create at once",
+    )
+    watch_poll_s: float = constant(
+        5.0,
+        "seconds between checks (PING) of the shared WatchMatch reader's Redis connection: a "
+        "silently dropped connection is found within this plus the store deadline",
+    )
+    presence_interval_s: float = constant(
+        5.0,
+        "seconds between renewals of the presence of the seats whose WatchMatch streams this "
+        "replica serves (one Redis round trip per 500 matches): how soon other replicas' "
+        "streams see a seat come or go",
+    )
+    presence_ttl_s: float = constant(
+        15.0,
+        "seconds a seat stays connected after its stream's last renewal when its replica stops "
+        "without a goodbye: three renewals, so one failed renewal does not make a seat flicker",
+    )
+    bot_max_thinking: int = constant(
+        16,
+        "strong bot moves handed to the thinking processes at once per replica; more wait "
+        "their turn on the replica, costing no CPU: enough to keep the processes busy",
     )
 
     def __post_init__(self) -> None:
@@ -438,7 +454,7 @@ class Settings:
         if self.presence_ttl_s <= self.presence_interval_s:
             raise SettingError(
                 "presence_ttl_s",
-                "must be more than the renewal interval (--presence-interval-seconds)",
+                "must be more than the renewal interval (presence_interval_s)",
             )
         for f in fields(self):
             value = getattr(self, f.name)
@@ -457,13 +473,28 @@ class SettingError(ValueError):
     """A setting's value is out of range; the message names the setting as the user gave it."""
 
     def __init__(self, setting_name: str, problem: str) -> None:
-        super().__init__(f"{flag_name(setting_name)} {problem}")
+        named = setting_name if setting_name in CONSTANTS else flag_name(setting_name)
+        super().__init__(f"{named} {problem}")
         self.setting = setting_name
         self.problem = problem
 
 
 def _fields() -> tuple[Field[Any], ...]:
-    return fields(Settings)
+    """The settings: every field but the constants."""
+    return tuple(f for f in fields(Settings) if f.metadata["env"] is not None)
+
+
+CONSTANTS: Final[Mapping[str, str]] = {
+    f.name: f.metadata["why"] for f in fields(Settings) if f.metadata["env"] is None
+}
+"""Constant name -> why it is what it is."""
+
+
+def constant_variable(name: str) -> str:
+    """The variable a constant would have as a setting: ``watch_poll_s`` ->
+    ``BASRA_WATCH_POLL_SECONDS``. ``from_args`` refuses it when set, so a value set for it
+    does not silently do nothing."""
+    return "BASRA_" + flag_name(name).removeprefix("--").replace("-", "_").upper()
 
 
 ENVIRONMENT: Final[Mapping[str, str]] = {f.name: f.metadata["env"] for f in _fields()}
@@ -560,6 +591,9 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ)
         ValueError: a value does not parse, is empty or out of range, or no store was chosen;
             the message names the flag or variable the value came from.
     """
+    for name, why in CONSTANTS.items():
+        if (variable := constant_variable(name)) in environ:
+            raise ValueError(f"${variable} is not a setting: the server holds it fixed ({why})")
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for f in _fields():

@@ -246,7 +246,7 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         once, as the gRPC port answers); its request body within the request deadline (else
         DEADLINE_EXCEEDED / REQUEST_TIMEOUT), as one of a bounded number of requests still
         arriving (``basra.service.limits``); each piece of its response taken by the client
-        within the request deadline (else the call is let go: ``SendDeadline``). The body is
+        within the response's wait (else the call is let go: ``SendDeadline``). The body is
         read first (every RPC takes one request message, so a client sends its whole body at
         once), then replayed to connectrpc, which sees the messages the server delivered."""
         calls = self.calls
@@ -597,7 +597,7 @@ def build_app(
 ) -> HttpApp:
     """The HTTP port's application over ``core``."""
     web_root = Path(settings.web_root) if settings.web_root else DEFAULT_WEB_ROOT
-    send_deadline = SendDeadline(settings.request_timeout_s, metrics.http_streams_stalled)
+    send_deadline = SendDeadline(settings.response_wait_s, metrics.http_streams_stalled)
     return HttpApp(
         connect=ConnectApp(
             core,
