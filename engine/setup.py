@@ -17,10 +17,12 @@ with ``engine_extensions`` from here.
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
-from sysconfig import get_paths
 
 from setuptools import Extension, setup
 
@@ -32,21 +34,22 @@ GROUP = "basra.engine._native"
 
 
 def _compiler_works() -> bool:
-    """Whether the C compiler setuptools would use can build an extension here."""
-    from setuptools._distutils.ccompiler import new_compiler
-    from setuptools._distutils.errors import CCompilerError, DistutilsError
-    from setuptools._distutils.sysconfig import customize_compiler
-
-    compiler = new_compiler()
-    customize_compiler(compiler)
+    """Whether the C compiler the build would use (``$CC``, else the one Python was built with)
+    compiles a file that includes Python's headers here."""
+    compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp, "probe.c")
         probe.write_text("#include <Python.h>\nint probe(void) { return 0; }\n")
+        command = [*compiler, "-c", str(probe), "-o", str(Path(tmp, "probe.o"))]
         try:
-            compiler.compile([str(probe)], output_dir=tmp, include_dirs=[get_paths()["include"]])
-        except (CCompilerError, DistutilsError, OSError):
+            done = subprocess.run(  # noqa: S603 (the build's own compiler, as setuptools runs it)
+                [*command, "-I", sysconfig.get_paths()["include"]],
+                capture_output=True,
+                check=False,
+            )
+        except OSError:
             return False
-    return True
+    return done.returncode == 0
 
 
 def engine_extensions(engine: Path = ENGINE) -> list[Extension]:
