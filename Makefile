@@ -8,8 +8,10 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# pip shows its progress (the first set-up takes a while); only the version nag is silenced.
-PIP := $(BIN)/python -m pip --disable-pip-version-check
+# Each set-up step prints one line of progress; pip itself prints only errors (-qq), and npm only
+# what fails (--loglevel=error), so a first `make run` shows what it is doing, not every package.
+PIP := $(BIN)/python -m pip -qq --disable-pip-version-check
+say = @echo "==> $(1)"
 TOOLS := $(VENV)/.tools
 # Serving needs the package and its runtime dependencies only; the tests and linters add [dev].
 RUNTIME := $(VENV)/.installed-runtime
@@ -51,6 +53,7 @@ help: ## list the targets
 # Stage 1: the code generators (pinned), before the package can be installed.
 $(TOOLS): constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
+	$(call say,creating $(VENV) and installing the code generators and mypyc (about a minute))
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install -c constraints.txt grpcio-tools buf-bin mypy-protobuf protoc-gen-connectrpc
@@ -69,10 +72,12 @@ $(GEN): $(TOOLS) $(PROTOS)
 # (pytest, mypy, ruff, ...: the dev dependency group) come on top for the test targets only.
 # (The engine is compiled by its own step, $(ENGINE), not by these editable installs.)
 $(RUNTIME): $(GEN) constraints.txt $(foreach c,$(COMPONENTS),$(c)/pyproject.toml) engine/setup.py
+	$(call say,installing the engine, contract, client and service (editable) with their dependencies)
 	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt $(foreach c,$(COMPONENTS),-e ./$(c))
 	@touch $@
 
 $(STAMP): $(RUNTIME) pyproject.toml
+	$(call say,installing the test and lint tools)
 	$(PIP) install -c constraints.txt --group dev
 	@touch $@
 
@@ -81,6 +86,7 @@ $(STAMP): $(RUNTIME) pyproject.toml
 # working C compiler engine/setup.py builds nothing and the .py sources run: the log line "serving"
 # says which engine is in use, and BASRA_ENGINE=pure forces the sources anyway.
 $(ENGINE): $(TOOLS) $(ENGINE_SOURCES) engine/setup.py
+	$(call say,compiling the engine with mypyc (a minute or two))
 	rm -f $(ENGINE_PACKAGE)/*.so
 	cd engine && BASRA_ENGINE_COMPILE=auto $(CURDIR)/$(BIN)/python setup.py --quiet build_ext --inplace
 	@# An unchanged C file is not recompiled and its copy keeps the old time; the suite refuses
@@ -132,12 +138,12 @@ kubectl: ## install Debian's kubectl when missing
 # npm ci writes node_modules/.package-lock.json: it stamps the install.
 $(NODE_MODULES): $(NODE)/package.json $(NODE)/package-lock.json
 	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are needed for the contract tests"; exit 1; }
-	cd $(NODE) && npm ci --no-audit --no-fund
+	cd $(NODE) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(GATEWAY_API_MODULES): $(GATEWAY_API)/package.json $(GATEWAY_API)/package-lock.json
 	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are needed for the deploy tests"; exit 1; }
-	cd $(GATEWAY_API) && npm ci --no-audit --no-fund
+	cd $(GATEWAY_API) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(TS_STUBS): $(NODE_MODULES) $(TOOLS) $(PROTOS) $(NODE)/buf.gen.yaml
@@ -152,7 +158,8 @@ clean: clean-web
 
 $(WEB_MODULES): $(WEB)/package.json $(WEB)/package-lock.json
 	@command -v npm >/dev/null || { echo "Node.js 20+ and npm are needed for the web table"; exit 1; }
-	cd $(WEB) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+	$(call say,installing the web table's npm packages)
+	cd $(WEB) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(WEB_STUBS): $(WEB_MODULES) $(TOOLS) $(PROTOS) $(WEB)/buf.gen.yaml
