@@ -11,6 +11,7 @@ BIN := $(VENV)/bin
 # Each set-up step prints one line of progress; pip itself prints only errors (-qq), and npm only
 # what fails (--loglevel=error), so a first `make run` shows what it is doing, not every package.
 PIP := $(BIN)/python -m pip -qq --disable-pip-version-check
+comma := ,
 say = @echo "==> $(1)"
 TOOLS := $(VENV)/.tools
 # Serving needs the package and its runtime dependencies only; the tests and linters add [dev].
@@ -72,7 +73,7 @@ $(GEN): $(TOOLS) $(PROTOS)
 # (pytest, mypy, ruff, ...: the dev dependency group) come on top for the test targets only.
 # (The engine is compiled by its own step, $(ENGINE), not by these editable installs.)
 $(RUNTIME): $(GEN) constraints.txt $(foreach c,$(COMPONENTS),$(c)/pyproject.toml) engine/setup.py
-	$(call say,installing the engine, contract, client and service (editable) with their dependencies)
+	$(call say,installing the engine$(comma) contract$(comma) client and service (editable) with their dependencies)
 	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt $(foreach c,$(COMPONENTS),-e ./$(c))
 	@touch $@
 
