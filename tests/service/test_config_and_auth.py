@@ -23,11 +23,9 @@ def parse(argv: list[str], environ: dict[str, str]) -> Settings:
 def test_every_setting_has_a_flag_and_an_environment_variable() -> None:
     assert set(ENVIRONMENT) | set(config.CONSTANTS) == {f.name for f in fields(Settings)}
     assert not set(ENVIRONMENT) & set(config.CONSTANTS)
-    parser = argparse.ArgumentParser()
-    config.add_arguments(parser)
-    flags = {a.dest for a in parser._actions}
-    assert set(ENVIRONMENT) <= flags
-    assert not set(config.CONSTANTS) & flags
+    flags = config.add_arguments(argparse.ArgumentParser())
+    assert set(flags) == set(ENVIRONMENT)
+    assert all(flags[name].dest == name for name in flags)
 
 
 def test_request_timeout_has_one_meaning() -> None:
@@ -177,9 +175,7 @@ def test_flag_values_that_do_not_parse_are_one_line_usage_errors(
 
 
 def test_every_flag_help_shows_its_default_and_variable() -> None:
-    parser = argparse.ArgumentParser()
-    config.add_arguments(parser)
-    by_dest = {a.dest: a for a in parser._actions}
+    by_dest = config.add_arguments(argparse.ArgumentParser())
     for f in fields(Settings):
         if f.name in config.CONSTANTS:
             continue

@@ -550,12 +550,14 @@ _NOT_GIVEN: Final = object()
 is None, like ``--metrics-port off``) from one left to the environment."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one flag per setting; --help shows the real default and the variable."""
+def add_arguments(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """Add one flag per setting; --help shows the real default and the variable. Returns each
+    setting's flag by setting name."""
+    actions: dict[str, argparse.Action] = {}
     for f in _fields():
         hint = f"{f.metadata['help']} (default: {shown(f.default)}; ${f.metadata['env']})"
         if isinstance(f.default, bool):
-            parser.add_argument(
+            actions[f.name] = parser.add_argument(
                 flag_name(f.name),
                 dest=f.name,
                 action=argparse.BooleanOptionalAction,
@@ -573,7 +575,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar = f.name.upper().removesuffix("_S")
         if f.name.endswith("_s"):
             metavar += "_SECONDS"
-        parser.add_argument(
+        actions[f.name] = parser.add_argument(
             flag_name(f.name),
             *f.metadata["aliases"],
             dest=f.name,
@@ -582,6 +584,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             metavar=parse.metavar if isinstance(parse := f.metadata["parse"], _OneOf) else metavar,
             help=hint,
         )
+    return actions
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
