@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import grpc
 import redis
+from prometheus_client import Counter, Gauge
 
 from basra.service.config import Settings
 from basra.service.server import BasraServer, create_server, new_event_loop
@@ -38,6 +39,13 @@ def wait_until(condition: Callable[[], object], timeout: float = 10, what: str =
     while not condition():
         assert time.monotonic() < deadline, f"still waiting after {timeout} s: {what}"
         time.sleep(0.02)
+
+
+def sample_value(metric: Gauge | Counter) -> float:
+    """An unlabelled gauge's or counter's value (a counter's total), read through
+    prometheus_client's public ``collect``."""
+    (family,) = metric.collect()
+    return float(family.samples[0].value)
 
 
 class StreamReader:

@@ -59,6 +59,7 @@ from tests.support import (
     RedisProcess,
     ServerThread,
     StreamReader,
+    sample_value,
     wait_until,
 )
 
@@ -125,7 +126,7 @@ def test_streams_fan_out_from_one_reader_per_master(cluster: RedisClusterProcess
         crowd.create(100)
         crowd.watch()
         metrics = server.server.metrics
-        crowd.wait(lambda: metrics.watch_matches._value.get() == 100, what="100 matches followed")
+        crowd.wait(lambda: sample_value(metrics.watch_matches) == 100, what="100 matches followed")
         assert not crowd.failed()
         followed = [shard_channels(cluster, node) for node in cluster.nodes]
         assert sum(followed) == 100
@@ -136,7 +137,7 @@ def test_streams_fan_out_from_one_reader_per_master(cluster: RedisClusterProcess
         crowd.wait(lambda: len(crowd.got(2)) + len(crowd.failed()) == 200, what="every stream")
         assert not crowd.failed()
         crowd.leave()
-        crowd.wait(lambda: metrics.watch_matches._value.get() == 0, what="matches unfollowed")
+        crowd.wait(lambda: sample_value(metrics.watch_matches) == 0, what="matches unfollowed")
         crowd.wait(lambda: shard_channels(cluster) == 0, what="channels unsubscribed")
     finally:
         crowd.close()

@@ -25,7 +25,7 @@ from basra.service.watch import WatchStream
 from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import new_match
 from tests.service.driver import play_match
-from tests.support import ServerThread, StreamReader, wait_until
+from tests.support import ServerThread, StreamReader, sample_value, wait_until
 
 # The objects a WatchMatch call is made of on the server: gRPC's call state and ours.
 SERVER_TYPES = {"RPCState", "_ServicerContext", "_MessageReceiver", "WatchStream", "_Followed"}
@@ -114,7 +114,7 @@ def test_streams_that_end_while_frozen_leave_no_cyclic_garbage(server: ServerThr
         assert stream.error is None
         assert stream.ended
     gone = server.server.metrics.watch_streams
-    wait_until(lambda: gone._value.get() == 0, what="every stream ended")
+    wait_until(lambda: sample_value(gone) == 0, what="every stream ended")
     wait_until(lambda: watch_tasks(server) == 0, what="every WatchMatch call finished")
     assert frozen_garbage(server) == []
 

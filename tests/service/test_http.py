@@ -51,7 +51,7 @@ from tests.halfopen import (
     frame,
     read_frame,
 )
-from tests.support import RedisProcess, ServerThread, wait_until
+from tests.support import RedisProcess, ServerThread, sample_value, wait_until
 
 SEED: Final = 1234
 TRANSPORTS: Final = ("grpc", "connect", "connect-json", "grpc-web", "grpc-on-http")
@@ -371,7 +371,7 @@ def _b64(text: str) -> bytes:
 
 
 def open_streams(server: ServerThread) -> float:
-    return float(server.server.metrics.watch_streams._value.get())
+    return float(sample_value(server.server.metrics.watch_streams))
 
 
 @pytest.mark.parametrize("protocol", [ProtocolType.CONNECT, ProtocolType.GRPC_WEB])

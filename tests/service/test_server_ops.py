@@ -30,7 +30,7 @@ from basra.service.server import loop_name
 from basra.v1 import basra_service_pb2 as pb
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
-from tests.support import ServerThread, embedded_serve, free_port, wait_until
+from tests.support import ServerThread, embedded_serve, free_port, sample_value, wait_until
 
 
 def test_health_and_reflection(server: ServerThread) -> None:
@@ -341,8 +341,8 @@ def test_watch_streams_whose_client_left_are_closed(
         for reader in readers:
             reader.join(timeout=10)
         deadline = time.monotonic() + 3
-        while gauge._value.get() > 0:
-            assert time.monotonic() < deadline, f"{gauge._value.get()} streams still open"
+        while sample_value(gauge) > 0:
+            assert time.monotonic() < deadline, f"{sample_value(gauge)} streams still open"
             time.sleep(0.05)
     finally:
         gc.enable()

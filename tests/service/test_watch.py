@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
+import contextlib
 import functools
 import gc
-import importlib
 import inspect
 import io
 import json
 import logging
 import random
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -22,6 +24,7 @@ from typing import Any
 import grpc
 import pytest
 import redis
+from grpc_channelz.v1 import channelz, channelz_pb2, channelz_pb2_grpc
 
 from basra.client.match import MatchClient, to_card
 from basra.engine import new_match as engine_new_match
@@ -33,7 +36,7 @@ from basra.v1 import game_pb2
 from tests.load.watchers import Crowd, redis_connections
 from tests.service.conftest import new_match
 from tests.service.driver import audit_states, play_match
-from tests.support import RedisProcess, ServerThread, StreamReader
+from tests.support import RedisProcess, ServerThread, StreamReader, sample_value
 
 CONFIG_ENV = Path(__file__).parents[2] / "deploy/kustomize/base/config.env"
 
@@ -104,11 +107,11 @@ def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
     crowd.watch()
     metrics = shipped.server.metrics
     crowd.wait(
-        lambda: metrics.watch_streams._value.get() == 1000 or bool(crowd.failed()),
+        lambda: sample_value(metrics.watch_streams) == 1000 or bool(crowd.failed()),
         what="1000 streams open",
     )
     assert [s.error for s in crowd.failed()][:3] == []
-    crowd.wait(lambda: metrics.watch_matches._value.get() == 500, what="500 matches followed")
+    crowd.wait(lambda: sample_value(metrics.watch_matches) == 500, what="500 matches followed")
     bound = shipped.settings.redis_pool_size + 2
     assert redis_connections(direct) <= bound
     crowd.play_everywhere()
@@ -117,8 +120,8 @@ def test_a_thousand_streams_get_every_play_over_a_few_redis_connections(
     assert len(crowd.got(2)) == 1000
     assert redis_connections(direct) <= bound
     crowd.leave()
-    crowd.wait(lambda: metrics.watch_streams._value.get() == 0, what="streams released")
-    crowd.wait(lambda: metrics.watch_matches._value.get() == 0, what="matches unfollowed")
+    crowd.wait(lambda: sample_value(metrics.watch_streams) == 0, what="streams released")
+    crowd.wait(lambda: sample_value(metrics.watch_matches) == 0, what="matches unfollowed")
     crowd.wait(lambda: shard_channels(direct) == 0, what="shard channels unsubscribed")
     direct.close()
 
@@ -267,7 +270,7 @@ def test_streams_lose_and_repeat_nothing_across_a_redis_restart(
         for seat, stream in enumerate(streams):
             live = [e for e in stream.events if e.version <= 14]
             assert live == replay(client, seat, 1, 14)
-        assert server.server.metrics.watch_reconnects._value.get() >= 1
+        assert sample_value(server.server.metrics.watch_reconnects) >= 1
     finally:
         for stream in streams:
             stream.close()
@@ -285,7 +288,7 @@ def test_the_reader_keeps_reconnecting_however_long_redis_is_down(
         aof_redis.stop()
         # More failed attempts than the back-off has steps: the last step is kept.
         reconnects = server.server.metrics.watch_reconnects
-        wait_for(lambda: reconnects._value.get() >= 8, "eight failed reconnections")
+        wait_for(lambda: sample_value(reconnects) >= 8, "eight failed reconnections")
         aof_redis.start()
         wait_for(lambda: _can_read(client), "Redis answers again")
         play_match(client, random.Random(4), stop=lambda v: v.version >= 4)
@@ -319,7 +322,7 @@ def test_a_stream_that_leaves_while_waiting_does_not_end_the_other_streams_of_it
         wait_for(lambda: _waiting(any_server, client.match_id) == 2, "both streams waiting")
         streams[0].close()
         metrics = any_server.server.metrics
-        wait_for(lambda: metrics.watch_streams._value.get() == 1, "the stream released")
+        wait_for(lambda: sample_value(metrics.watch_streams) == 1, "the stream released")
         play = random_play(engine_new_match(11)[0], random.Random(11))
         client.play(play.seat, play.card, play.plan or 0)
         wait_for(functools.partial(streams[1].has, 2), "the other stream gets the play")
@@ -387,22 +390,37 @@ def _waiting(server: ServerThread, match_id: str) -> int:
 
     async def count() -> int:
         followed = server.server.servicer._watchers._matches.get(match_id)  # type: ignore[union-attr]
-        changed = None if followed is None else followed.changed
-        if changed is None or changed.done():
-            return 0
-        return len(changed._callbacks or ())
+        return 0 if followed is None else followed.waiting
 
     return server.run(count())
 
 
-_cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")  # untyped: channelz
+@contextlib.contextmanager
+def calls_started() -> Iterator[Callable[[], int]]:
+    """How many calls gRPC core has started on the other servers of this process, read from
+    its channelz service on a server of its own (on a Unix socket, which names it apart): core
+    counts a call as soon as its headers arrive, before the application has accepted it."""
+    server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=1))
+    channelz.add_channelz_servicer(server)
+    with tempfile.TemporaryDirectory() as folder:
+        address = f"unix:{folder}/channelz"
+        server.add_insecure_port(address)
+        server.start()
+        try:
+            with grpc.insecure_channel(address) as channel:
+                stub = channelz_pb2_grpc.ChannelzStub(channel)
 
+                def started() -> int:
+                    answer = stub.GetServers(channelz_pb2.GetServersRequest(start_server_id=0))
+                    return sum(
+                        one.data.calls_started
+                        for one in answer.server
+                        if not any(s.name.endswith(address) for s in one.listen_socket)
+                    )
 
-def _calls_started() -> int:
-    """Calls gRPC core has started on every server of this process (channelz): it counts a
-    call as soon as its headers arrive, before the application has accepted it."""
-    servers = json.loads(_cygrpc.channelz_get_servers(0)).get("server", [])
-    return sum(int(s.get("data", {}).get("callsStarted", 0)) for s in servers)
+                yield started
+        finally:
+            server.stop(None)
 
 
 def test_a_burst_of_streams_waits_to_be_accepted_rather_than_being_cancelled(
@@ -421,15 +439,16 @@ def test_a_burst_of_streams_waits_to_be_accepted_rather_than_being_cancelled(
         held.set()
         release.wait(120)
 
-    before = _calls_started()
-    shipped.loop.call_soon_threadsafe(hold)
-    assert held.wait(10)
-    watching = threading.Thread(target=crowd.watch, kwargs={"batch": burst})
-    watching.start()
-    try:
-        wait_for(lambda: _calls_started() - before >= burst, "every call reached gRPC core")
-    finally:
-        release.set()
+    with calls_started() as started:
+        before = started()
+        shipped.loop.call_soon_threadsafe(hold)
+        assert held.wait(10)
+        watching = threading.Thread(target=crowd.watch, kwargs={"batch": burst})
+        watching.start()
+        try:
+            wait_for(lambda: started() - before >= burst, "every call reached gRPC core")
+        finally:
+            release.set()
     watching.join(timeout=240)
     assert not watching.is_alive()
     assert crowd.reopened == 0, f"{crowd.reopened} of {burst} streams were cut"

@@ -119,6 +119,7 @@ class _Followed:
         "seats",
         "spectators",
         "streams",
+        "waiting",
     )
 
     def __init__(self, match_id: str) -> None:
@@ -136,6 +137,8 @@ class _Followed:
         """Grows when the match may have changed in a way ``latest`` does not show: each
         stream reads the store again when it sees a new epoch."""
         self.recent: list[_Entry] = []
+        self.waiting = 0
+        """How many of the streams await ``changed`` now (the rest are reading or sending)."""
         self.changed: asyncio.Future[None] | None = None
         """What the match's waiting streams await (one future for all of them); ``wake``
         completes it, the next wait makes a new one."""
@@ -376,6 +379,7 @@ class WatchStream:
                     # version from before a Redis rollback) is forgotten.
                     followed.latest = min(followed.latest, self._after)
             changed = followed.waiter()
+            followed.waiting += 1
             try:
                 await changed
             except asyncio.CancelledError:
@@ -385,6 +389,8 @@ class WatchStream:
                 task = asyncio.current_task()
                 if not changed.cancelled() or task is None or task.cancelling():
                     raise
+            finally:
+                followed.waiting -= 1
         return []
 
     def _presence_due(self) -> bool:
