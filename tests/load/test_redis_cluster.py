@@ -311,11 +311,12 @@ def cluster_store(server: ServerThread) -> RedisStore:
 
 def open_idle_connections(server: ServerThread, node: RedisProcess, count: int) -> int:
     """Have the server's cluster client open ``count`` connections to ``node`` at once (as calls
-    in flight together do), all idle afterwards; returns how many it holds idle. With two or
-    more, redis-py 8.1.0 sent an ASK-redirected command's ASKING and the command on different
+    in flight together do), all idle afterwards; returns how many connections ``node`` has whose
+    last command was that PING (the node's own count: ``CLIENT LIST``). With two or more,
+    redis-py 8.1.0 sent an ASK-redirected command's ASKING and the command on different
     connections."""
 
-    async def open_them() -> int:
+    async def open_them() -> None:
         client = cast(AsyncRedisCluster, cluster_store(server)._redis)
         await client.initialize()  # a server that has served no call yet may not have the map
         cluster_node = client.get_node(host="127.0.0.1", port=node.port)
@@ -323,9 +324,9 @@ def open_idle_connections(server: ServerThread, node: RedisProcess, count: int) 
         await asyncio.gather(
             *(client.execute_command("PING", target_nodes=cluster_node) for _ in range(count))
         )
-        return len(cluster_node._free)
 
-    return server.run(open_them())
+    server.run(open_them())
+    return sum(1 for connection in node.client().client_list() if connection["cmd"] == "ping")
 
 
 def events_up_to(
