@@ -238,6 +238,13 @@ def test_a_whole_match_against_the_strong_bot_with_its_captures_flying_to_the_pi
     assert (tmp_path / "strong-bot-result.png").stat().st_size > 0
 
 
+def test_a_rubbers_won_game_has_its_moment_and_stays_on_the_sheet_until_the_next_deal(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("rubber", service, tmp_path)
+    assert "rubber: game 1 won after " in output
+
+
 def test_an_invited_person_claims_a_seat_from_another_browser_over_plain_http_on_the_network(
     network_service: Service, tmp_path: Path
 ) -> None:
