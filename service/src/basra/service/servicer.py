@@ -7,11 +7,12 @@ turn every failure into a ``ServiceError`` and observe the call. The transports 
 ``Caller`` and a ``ServiceError`` into their wire form.
 
 Every change to a match (Play, the next hand's Deal) takes one path, ``_change``: authenticate
-the seat, answer a retried request_id from its record, check expected_version, apply the engine,
-then commit with compare-and-set on the version, deciding again on the current record (which the
-lost commit answers) when another replica won the race. So a play is applied exactly once,
-whatever the retries and races. A replica starts from the record it last wrote or read of the
-match (``RecordCache``) when it has it: one store round trip per change on a warm replica.
+the seat (a token refused there is told apart as a watch token, WATCH_TOKEN_READ_ONLY), answer a
+retried request_id from its record, check expected_version, apply the engine, then commit with
+compare-and-set on the version, deciding again on the current record (which the lost commit
+answers) when another replica won the race. So a play is applied exactly once, whatever the
+retries and races. A replica starts from the record it last wrote or read of the match
+(``RecordCache``) when it has it: one store round trip per change on a warm replica.
 """
 
 from __future__ import annotations
@@ -92,8 +93,6 @@ _UNTRACED: Final = contextlib.nullcontext()
 CreateRequest = pb.DealRequest | pb.CreateMatchRequest
 CreateResponse = TypeVar("CreateResponse", pb.DealResponse, pb.CreateMatchResponse)
 
-_SEAT_CHANGES: Final = frozenset({"Play", "Deal"})
-"""The RPCs that change a match with a seat token (``Servicer._change``)."""
 SERVICE: Final = pb.DESCRIPTOR.services_by_name["BasraService"]
 """The contract's service: the one place RPC names, request and response types come from."""
 RPC_OF_REQUEST: Final[Mapping[str, str]] = {
@@ -209,8 +208,6 @@ class Servicer:
             response = await handler(request, caller)
         except Exception as exc:
             error = _reject(exc)
-            if error.reason == Reason.TOKEN_INVALID.name and method in _SEAT_CHANGES:
-                error = await self._watch_token_refused(request, caller, error)
             self._observe(method, request, start, error, caller)
             if traced is not None:
                 traced.failed(error)
@@ -288,23 +285,6 @@ class Servicer:
         event = response.event
         if event.version_complete and self._tracing is not None:
             self._tracing.delivered(setup, event.version)
-
-    async def _watch_token_refused(
-        self, request: Any, caller: Caller, error: ServiceError
-    ) -> ServiceError:
-        """WATCH_TOKEN_READ_ONLY rather than ``error`` (TOKEN_INVALID) when the token of a
-        refused Play or Deal is one of the match's watch tokens (of its current watch salt, or
-        the salt-less ones of a match from before RevokeWatchTokens never revoked since): the
-        change path compares only seat tokens."""
-        try:
-            token = auth.bearer_token(caller.metadata)
-            record = await self._store.load(auth.check_match_id(request.match_id))
-            if record is not None:
-                await self._spectator_salt(record, token)
-                return auth.read_only()
-        except (ServiceError, StoreUnavailableError, StoreFullError):
-            pass
-        return error
 
     def _observe(
         self, method: str, request: Any, start: float, error: ServiceError | None, caller: Caller
@@ -896,6 +876,18 @@ class Servicer:
     ) -> bool:
         return await self._store.swap_watch_access(record.match_id, access, new, revoke=revoke)
 
+    async def _refused(self, record: MatchRecord, token: str, error: ServiceError) -> ServiceError:
+        """What a change answers a token that is none of ``record``'s seat tokens: ``error``
+        (TOKEN_INVALID), or WATCH_TOKEN_READ_ONLY when the token is one of the match's watch
+        tokens (of its current watch salt, or the salt-less ones of a match from before
+        RevokeWatchTokens never revoked since). ``record`` is the store's, fresh (the change
+        path decided on it)."""
+        try:
+            await self._spectator_salt(record, token)
+        except (ServiceError, StoreUnavailableError, StoreFullError):
+            return error
+        return auth.read_only()
+
     async def _spectator_salt(self, record: MatchRecord, token: str) -> bytes:
         """The watch salt ``token`` is a watch token of the match under (b"": a token of a
         match from before RevokeWatchTokens, whose record holds its hash).
@@ -1051,8 +1043,8 @@ class Servicer:
         record = remembered or await self._load(match_id)
         for _ in range(CAS_ATTEMPTS):
             try:
-                # Seat tokens only: a watch token is told apart (WATCH_TOKEN_READ_ONLY) by
-                # handle's _watch_token_refused, against the match's current watch access.
+                # Seat tokens only: a watch token is told apart below, once the store's record
+                # refused it, so that a seat's change reads nothing more.
                 if bot_seat is None:
                     seat = auth.seat_of(token, record.token_hashes)
                 elif bot_seat < len(record.bots) and record.bots[bot_seat]:
@@ -1080,8 +1072,10 @@ class Servicer:
                 state = self._states.decode(record.state)
                 seating = records.seating(record.table, record.bots, state.seats)
                 response, after, entry = act(state, seat, version, record.bots, seating)
-            except (ServiceError, BasraError):
+            except (ServiceError, BasraError) as error:
                 if record is not remembered:
+                    if isinstance(error, ServiceError) and error.reason == _TOKEN_INVALID:
+                        raise await self._refused(record, token, error) from None
                     raise
                 # Decided on a remembered record, which may be stale: decide on the store's.
                 remembered = None
@@ -1482,6 +1476,9 @@ def _access_kept_changing(record: MatchRecord) -> ServiceError:
         "the match's watch tokens kept changing under this call: call it again",
         {"current_version": record.version},
     )
+
+
+_TOKEN_INVALID: Final = Reason.TOKEN_INVALID.name
 
 
 def _request_id_reused() -> ServiceError:
