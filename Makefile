@@ -227,7 +227,7 @@ bench: $(STAMP) $(ENGINE) redis-server ## engine and service figures, last line 
 # each mutated function (Hypothesis's CI profile), then the report prints the score per module
 # and every survivor (tests/mutation/report.py).
 # AREA picks the areas, MUTANTS narrows a run to mutmut name globs:
-#   make mutation AREA=service MUTANTS='basra.service.servicer*'
+#   make mutation AREA=service MUTANTS='basra.service.changes*'
 AREA ?= engine service
 MUTANTS ?=
 .PHONY: mutation

@@ -567,7 +567,7 @@ def test_a_creations_sealed_copy_holds_no_invited_seats_token(
 @pytest.mark.parametrize("invitations", [True, False])
 @pytest.mark.parametrize("creator", [0, 1, 3])
 def test_a_creations_seating_is_its_tables(invitations: bool, creator: int) -> None:
-    from basra.service.servicer import _creation_seating, _creation_table, _invited_seats
+    from basra.service.creation import _creation_seating, _creation_table, _invited_seats
 
     levels = bytes((0, 0, GREEDY, 0))
     tokens = [auth.new_token()[0] for _ in range(4)]

@@ -16,9 +16,10 @@ from basra.engine import ERAM, CorruptStateError, encode
 from basra.engine import decode as engine_decode
 from basra.engine import new_match as new_state
 from basra.engine.state import State
+from basra.service import caches as caches_module
 from basra.service import records
-from basra.service import servicer as servicer_module
-from basra.service.servicer import CAS_ATTEMPTS, RecordCache, StateCache
+from basra.service.caches import RecordCache, StateCache
+from basra.service.changes import CAS_ATTEMPTS
 from basra.service.store import MatchRecord, keys
 from basra.service.store.base import Commit
 from basra.service.store.codec import encode_record
@@ -379,7 +380,7 @@ def test_a_replica_decodes_no_state_it_committed_itself(
         decoded.append(data)
         return engine_decode(data)
 
-    monkeypatch.setattr(servicer_module, "decode", counted)
+    monkeypatch.setattr(caches_module, "decode", counted)
     for _ in range(4):
         play_first_option(client)
     assert len(decoded) <= 1, "at most the state the match was dealt with, once"

@@ -98,6 +98,32 @@ def test_a_watch_token_cannot_play_list_plans_deal_or_mint_tokens(
     assert client.view(0) == view  # nothing changed
 
 
+def test_a_watch_token_s_change_is_refused_read_only_on_a_replica_that_never_saw_the_match(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    # The change path tells a refused token apart on the record it read from the store: on a
+    # replica that remembers no record of the match, as on one that remembers it.
+    first, second = start_server(redis_url=redis_url), start_server(redis_url=redis_url)
+    client = new_match(first, seed=6)
+    spectator = bearer(watch_token(client, 0))
+    view = client.view(0)
+    card = client.view(view.turn).hand[0]
+    play = pb.PlayRequest(match_id=client.match_id, card=card, trail=True)
+    deal = pb.DealRequest(match_id=client.match_id)
+    for replica in (second, first):  # second: never read the match
+        stub = client.via(replica.channel).stub
+        for rpc, call in (
+            ("Play", functools.partial(stub.Play, play, metadata=spectator)),
+            ("Deal", functools.partial(stub.Deal, deal, metadata=spectator)),
+        ):
+            r = Rejection.of(rpc_error(call))
+            assert (r.code, r.reason) == (
+                grpc.StatusCode.PERMISSION_DENIED,
+                "WATCH_TOKEN_READ_ONLY",
+            ), rpc
+    assert client.view(0) == view  # nothing changed
+
+
 def test_a_wrong_token_is_still_token_invalid(any_server: ServerThread) -> None:
     client = new_match(any_server)
     derived_from_nothing = auth.watch_token("not a seat token")

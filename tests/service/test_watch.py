@@ -363,7 +363,7 @@ def test_an_idle_stream_holds_no_generator_of_the_grpc_handler(any_server: Serve
     generator loop of its own for the stream's whole life, which keeps the generator, its
     weak reference among the loop's async generators and the last message sent; the handler
     is a coroutine that writes. What an idle stream still holds of the service's generators:
-    ``Servicer.handle_stream`` and ``WatchStream.responses``, no more."""
+    ``Dispatcher.handle_stream`` and ``WatchStream.responses``, no more."""
     client = new_match(any_server, seed=13)
     streams = [collect(client, seat, 0) for seat in (0, 1)]
     try:
@@ -378,7 +378,7 @@ def test_an_idle_stream_holds_no_generator_of_the_grpc_handler(any_server: Serve
                 if inspect.isasyncgen(o) and "service/src/basra/service" in o.ag_code.co_filename
             )
 
-        expected = ["Servicer.handle_stream", "WatchStream.responses"] * 2
+        expected = ["Dispatcher.handle_stream", "WatchStream.responses"] * 2
         assert any_server.run(generators()) == sorted(expected)
     finally:
         for stream in streams:

@@ -16,7 +16,7 @@ from google.rpc import error_details_pb2
 
 from basra.client.match import MatchClient, Rejection
 from basra.service import logs
-from basra.service.servicer import CAS_ATTEMPTS
+from basra.service.changes import CAS_ATTEMPTS
 from basra.service.store import keys
 from basra.service.store.base import WatchAccess
 from basra.service.store.memory import MemoryStore

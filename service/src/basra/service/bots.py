@@ -1,9 +1,9 @@
 """Seats the service plays: deciding a bot's move, off the event loop, and when to make it.
 
-A bot seat's move is a change like any other (``Servicer._change``): the same compare-and-set
-on the version, the same events, and a request_id derived from the match and the version it
-answers (``request_id``), so two replicas that both make it apply it once, and a repeated
-attempt is answered as the first.
+A bot seat's move is a change like any other (``changes.Changes.change``): the same
+compare-and-set on the version, the same events, and a request_id derived from the match and the
+version it answers (``request_id``), so two replicas that both make it apply it once, and a
+repeated attempt is answered as the first.
 
 Stateless: the replica that commits a change after which a bot must act (its turn, or its deal
 of the next hand) makes the bot's move after the pace (``Settings.bot_pace_s``). A replica that
