@@ -185,6 +185,7 @@ class Servicer:
             workers=settings.bot_workers,
             max_thinking=settings.bot_max_thinking,
             strong_seconds=settings.bot_strong_seconds,
+            tracing=tracing,
         )
         self._bots.bind(self._bot_read, self._bot_move)
 
