@@ -291,10 +291,10 @@ LEVELS = {game_pb2.BOT_LEVEL_GREEDY: "greedy", game_pb2.BOT_LEVEL_STRONG: "stron
 BOTS = [game_pb2.BOT_LEVEL_UNSPECIFIED, game_pb2.BOT_LEVEL_GREEDY, game_pb2.BOT_LEVEL_STRONG]
 
 
-def against_bots(caller: Caller) -> str:
+def against_bots(caller: Caller) -> tuple[str, int]:
     """A three-seat match of a person (seat 0) against the service's greedy and strong bots,
     played to its end: the person plays its first plan (or trails) and deals when it is next
-    to deal, and waits for the bots' moves in between; the match id."""
+    to deal, and waits for the bots' moves in between; the match id and the bots' moves."""
     created = caller.call(
         "CreateMatch", pb.CreateMatchRequest(seats=3, bots=BOTS, seed=11, rules="persian")
     )
@@ -311,10 +311,12 @@ def against_bots(caller: Caller) -> str:
     def moved_on(version: int) -> bool:
         return seen().version > version
 
+    person = 0
     view = seen()
     while view.status != game_pb2.MATCH_STATUS_MATCH_OVER:
         if view.status == game_pb2.MATCH_STATUS_HAND_OVER and view.next_dealer == 0:
             caller.call("Deal", pb.DealRequest(match_id=match_id), token)
+            person += 1
         elif view.status == game_pb2.MATCH_STATUS_PLAYING and view.to_play == 0:
             cards = caller.call("ListPlans", pb.ListPlansRequest(match_id=match_id), token).cards
             chosen = next((c for c in cards if c.plans), cards[0])
@@ -326,10 +328,12 @@ def against_bots(caller: Caller) -> str:
                 expected_version=view.version,
             )
             caller.call("Play", play, token)
+            person += 1
         else:
             wait_until(partial(moved_on, view.version), 30, "the bots' moves")
         view = seen()
-    return match_id
+    # Every version after the creation's is a move, the person's or a bot's.
+    return match_id, view.version - 1 - person
 
 
 def test_each_bot_move_is_a_trace_of_its_own_linked_to_what_handed_it_its_turn(
@@ -340,19 +344,24 @@ def test_each_bot_move_is_a_trace_of_its_own_linked_to_what_handed_it_its_turn(
     logs.setup("DEBUG", buffer)
     caller = Caller(server, "grpc")
     try:
-        match_id = against_bots(caller)
+        match_id, bot_moves = against_bots(caller)
     finally:
         logging.getLogger("basra").handlers.clear()
         caller.close()
     metrics = server.server.metrics
+
+    def applied() -> float:
+        return sum(metrics.bot_moves.labels(level, "applied").value for level in LEVELS.values())
+
+    # The last bot move is counted once its task has the store's answer.
+    wait_until(lambda: applied() == bot_moves, 10, "the last bot move counted")
     thought = {level: _count(metrics.bot_think, level) for level in LEVELS.values()}
-    applied = sum(metrics.bot_moves.labels(level, "applied").value for level in LEVELS.values())
     server.stop()  # exports every span still batched
     spans = receiver[0].spans()
     by_id = {span.span_id.hex(): span for span in spans}
     calls = [s for s in spans if s.kind == trace_pb2.Span.SPAN_KIND_SERVER]
     moves = [s for s in spans if s.name == "basra.bot.move"]
-    assert len(moves) == applied > 20
+    assert len(moves) == bot_moves > 20
 
     # Each move: a root span of a trace of its own, named and attributed, never a token.
     levels = {1: "greedy", 2: "strong"}
