@@ -24,6 +24,9 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from basra.service import logs, tracing
 from basra.service.config import Settings
 from basra.service.servicer import SERVICE
+from basra.service.store import Commit, MatchRecord, Store
+from basra.service.store.base import StoreUnavailableError
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from basra.v1.basra_service_connect import BasraServiceClientSync
@@ -55,7 +58,7 @@ def start_traced(
     monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "1.0")
     started: list[ServerThread] = []
 
-    def start(**overrides: Any) -> ServerThread:
+    def start(store: Store | None = None, **overrides: Any) -> ServerThread:
         settings = Settings(
             redis_url=redis_url,
             allow_seeds=True,
@@ -63,7 +66,7 @@ def start_traced(
             api_key=API_KEY,
             http_listen="127.0.0.1:0",
         )
-        server = ServerThread(replace(settings, **overrides))
+        server = ServerThread(replace(settings, **overrides), store=store)
         started.append(server)
         assert server.server.tracing is not None
         return server
@@ -432,6 +435,46 @@ def test_each_bot_move_is_a_trace_of_its_own_linked_to_what_handed_it_its_turn(
     for line in buffer.getvalue().splitlines():
         for secret in (*caller.secrets, API_KEY):
             assert secret not in line
+
+
+class FailingCommits(MemoryStore):
+    """The embedded store, whose commits fail as when Redis is away."""
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        raise StoreUnavailableError("Redis did not answer")
+
+
+def test_a_failed_bot_move_is_an_error_span_and_its_warning_names_it(
+    start_traced: Callable[..., ServerThread], receiver: tuple[Receiver, int]
+) -> None:
+    server = start_traced(store=FailingCommits(ttl_s=60, events_maxlen=100), bot_pace_s=0)
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    caller = Caller(server, "grpc")
+    try:
+        # Bots only: the first bot moves at once, and its commit fails.
+        greedy = game_pb2.BOT_LEVEL_GREEDY
+        caller.call("CreateMatch", pb.CreateMatchRequest(bots=[greedy, greedy], seed=7))
+        wait_until(lambda: "bot move failed" in buffer.getvalue(), 30, "the failed bot move")
+    finally:
+        logging.getLogger("basra").handlers.clear()
+        caller.close()
+    server.stop()  # exports every span still batched
+    spans = receiver[0].spans()
+    (move,) = [s for s in spans if s.name == "basra.bot.move"]
+    found = attributes(move.attributes)
+    assert move.status.code == trace_pb2.Status.STATUS_CODE_ERROR
+    assert found["error.type"] == "StoreUnavailableError"
+    assert "basra.bot.outcome" not in found
+    (creation,) = [s for s in spans if s.name.endswith("/CreateMatch")]
+    assert [link.span_id for link in move.links] == [creation.span_id]
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (warning,) = [line for line in lines if line["msg"] == "bot move failed"]
+    assert warning["trace_id"] == move.trace_id.hex()
+    assert warning["span_id"] == move.span_id.hex()
+    assert "Redis did not answer" in warning["exc"]
 
 
 def _count(histogram: Any, level: str) -> float:
