@@ -12,9 +12,11 @@ from typing import Any, Final
 import pytest
 
 from basra.service.config import Settings
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc, game_pb2
 from tests.deploy.manifests import built, one
 from tests.service.conftest import new_match
-from tests.support import ServerThread
+from tests.support import ServerThread, wait_until
 
 PRODUCTION: Final = "overlays/production"
 # The series of each metric family in the text exposition format (# TYPE name kind).
@@ -93,3 +95,28 @@ def test_every_query_names_only_series_the_server_exports(scraped: set[str]) -> 
         assert names <= scraped, f"{title}: {sorted(names - scraped)} are not exported"
         used += len(names)
     assert used > 20
+
+
+def test_the_bot_think_time_panel_reads_what_a_match_of_bots_records() -> None:
+    server = ServerThread(Settings(allow_seeds=True, metrics_port=0, bot_pace_s=0))
+    url = f"http://127.0.0.1:{server.server.metrics_port}/metrics"
+
+    def page() -> str:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text: str = response.read().decode()
+            return text
+
+    try:
+        greedy = game_pb2.BOT_LEVEL_GREEDY
+        basra_service_pb2_grpc.BasraServiceStub(server.channel).CreateMatch(
+            pb.CreateMatchRequest(bots=[greedy, greedy], seed=7)
+        )
+        wait_until(lambda: 'basra_bot_think_seconds_count{level="greedy"}' in page(), 30)
+        samples = page()
+    finally:
+        server.stop()
+    (panel,) = [p for p in dashboard()["panels"] if p["title"] == "Bots: think time per move"]
+    for target in panel["targets"]:
+        assert "by (le, level)" in target["expr"]
+        for name in set(re.findall(r"\bbasra_\w+", target["expr"])):
+            assert re.search(rf'^{name}\{{[^}}]*level="greedy"', samples, re.MULTILINE), name

@@ -1,6 +1,8 @@
-"""Traces: a whole match over gRPC and over Connect, its spans exported over OTLP/gRPC to a real
-receiver (an in-test TraceService server), read back and checked: the caller's trace continued,
-parent-child links, the RPC and database attributes, no secret anywhere, log lines joined."""
+"""Traces: a whole match over gRPC and over Connect, and one against the service's bots, their
+spans exported over OTLP/gRPC to a real receiver (an in-test TraceService server), read back and
+checked: the caller's trace continued, parent-child links, each bot move a trace of its own
+linked to what handed it its turn, the RPC and database attributes, no secret anywhere, log
+lines joined."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import grpc
@@ -21,11 +24,14 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from basra.service import logs, tracing
 from basra.service.config import Settings
 from basra.service.servicer import SERVICE
+from basra.service.store import Commit, MatchRecord, Store
+from basra.service.store.base import StoreUnavailableError
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from basra.v1.basra_service_connect import BasraServiceClientSync
 from tests.otlp import Receiver, attributes, receiving
-from tests.support import ServerThread
+from tests.support import ServerThread, wait_until
 
 API_KEY = "k" * 40
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -40,27 +46,40 @@ def receiver() -> Iterator[tuple[Receiver, int]]:
 
 
 @pytest.fixture
-def traced_server(
+def start_traced(
     receiver: tuple[Receiver, int], redis_url: str, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[ServerThread]:
-    """A server with tracing on (sampler 1.0, the standard environment) over Redis."""
+) -> Iterator[Callable[..., ServerThread]]:
+    """Start a server with tracing on (sampler 1.0, the standard environment) over Redis, with
+    settings overrides; stopped after the test."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{receiver[1]}")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "basra-under-test")
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
     monkeypatch.setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
     monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "1.0")
-    server = ServerThread(
-        Settings(
+    started: list[ServerThread] = []
+
+    def start(store: Store | None = None, **overrides: Any) -> ServerThread:
+        settings = Settings(
             redis_url=redis_url,
             allow_seeds=True,
             metrics_port=None,
             api_key=API_KEY,
             http_listen="127.0.0.1:0",
         )
-    )
-    assert server.server.tracing is not None
-    yield server
-    server.stop()
+        server = ServerThread(replace(settings, **overrides), store=store)
+        started.append(server)
+        assert server.server.tracing is not None
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def traced_server(start_traced: Callable[..., ServerThread]) -> ServerThread:
+    """A server with tracing on (sampler 1.0, the standard environment) over Redis."""
+    return start_traced()
 
 
 @dataclass
@@ -269,6 +288,202 @@ def test_a_whole_match_is_traced_from_the_caller_through_the_engine_and_redis(
     for line in buffer.getvalue().splitlines():
         for secret in (*caller.secrets, API_KEY):
             assert secret not in line
+
+
+LEVELS = {game_pb2.BOT_LEVEL_GREEDY: "greedy", game_pb2.BOT_LEVEL_STRONG: "strong"}
+BOTS = [game_pb2.BOT_LEVEL_UNSPECIFIED, game_pb2.BOT_LEVEL_GREEDY, game_pb2.BOT_LEVEL_STRONG]
+
+
+def against_bots(caller: Caller) -> tuple[str, int]:
+    """A three-seat match of a person (seat 0) against the service's greedy and strong bots,
+    played to its end: the person plays its first plan (or trails) and deals when it is next
+    to deal, and waits for the bots' moves in between; the match id and the bots' moves."""
+    created = caller.call(
+        "CreateMatch", pb.CreateMatchRequest(seats=3, bots=BOTS, seed=11, rules="persian")
+    )
+    match_id: str = created.match_id
+    (token,) = [t.token for t in created.seat_tokens]
+    caller.secrets.add(token)
+
+    def seen() -> game_pb2.MatchView:
+        view: game_pb2.MatchView = caller.call(
+            "GetMatch", pb.GetMatchRequest(match_id=match_id), token
+        ).view
+        return view
+
+    def moved_on(version: int) -> bool:
+        return seen().version > version
+
+    person = 0
+    view = seen()
+    while view.status != game_pb2.MATCH_STATUS_MATCH_OVER:
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER and view.next_dealer == 0:
+            caller.call("Deal", pb.DealRequest(match_id=match_id), token)
+            person += 1
+        elif view.status == game_pb2.MATCH_STATUS_PLAYING and view.to_play == 0:
+            cards = caller.call("ListPlans", pb.ListPlansRequest(match_id=match_id), token).cards
+            chosen = next((c for c in cards if c.plans), cards[0])
+            play = pb.PlayRequest(
+                match_id=match_id,
+                card=chosen.card,
+                plan_id=chosen.plans[0].id if chosen.plans else 0,
+                trail=not chosen.plans,
+                expected_version=view.version,
+            )
+            caller.call("Play", play, token)
+            person += 1
+        else:
+            wait_until(partial(moved_on, view.version), 30, "the bots' moves")
+        view = seen()
+    # Every version after the creation's is a move, the person's or a bot's.
+    return match_id, view.version - 1 - person
+
+
+def test_each_bot_move_is_a_trace_of_its_own_linked_to_what_handed_it_its_turn(
+    start_traced: Callable[..., ServerThread], receiver: tuple[Receiver, int]
+) -> None:
+    server = start_traced(bot_pace_s=0, bot_workers=1)
+    buffer = io.StringIO()
+    logs.setup("DEBUG", buffer)
+    caller = Caller(server, "grpc")
+    try:
+        match_id, bot_moves = against_bots(caller)
+    finally:
+        logging.getLogger("basra").handlers.clear()
+        caller.close()
+    metrics = server.server.metrics
+
+    def applied() -> float:
+        return sum(metrics.bot_moves.labels(level, "applied").value for level in LEVELS.values())
+
+    # The last bot move is counted once its task has the store's answer.
+    wait_until(lambda: applied() == bot_moves, 10, "the last bot move counted")
+    thought = {level: _count(metrics.bot_think, level) for level in LEVELS.values()}
+    server.stop()  # exports every span still batched
+    spans = receiver[0].spans()
+    by_id = {span.span_id.hex(): span for span in spans}
+    calls = [s for s in spans if s.kind == trace_pb2.Span.SPAN_KIND_SERVER]
+    moves = [s for s in spans if s.name == "basra.bot.move"]
+    assert len(moves) == bot_moves > 20
+
+    # Each move: a root span of a trace of its own, named and attributed, never a token.
+    levels = {1: "greedy", 2: "strong"}
+    for move in moves:
+        found = attributes(move.attributes)
+        assert move.kind == trace_pb2.Span.SPAN_KIND_INTERNAL
+        assert not move.parent_span_id
+        assert move.trace_id.hex() != TRACE_ID
+        assert found["basra.match_id"] == match_id
+        assert found["basra.bot.level"] == levels[found["basra.bot.seat"]]
+        assert found["basra.bot.action"] in ("play", "deal")
+        assert found["basra.bot.outcome"] == "applied"
+        assert isinstance(found["basra.version"], int)
+    assert len({s.trace_id for s in moves}) == len(moves)
+    assert {attributes(m.attributes)["basra.bot.action"] for m in moves} == {"play", "deal"}
+
+    # Linked to what handed the bot its turn: the person's call (its Play, its Deal, the
+    # creation) or the bot move before it (a bot after a bot).
+    causes = []
+    for move in moves:
+        (link,) = move.links
+        cause = by_id[link.span_id.hex()]
+        assert link.trace_id == cause.trace_id
+        causes.append(cause)
+        if cause.name == "basra.bot.move":
+            assert cause.end_time_unix_nano <= move.start_time_unix_nano
+        else:
+            assert cause in calls
+            assert cause.trace_id.hex() == TRACE_ID
+    assert {c.name for c in causes} >= {
+        "basra.bot.move",
+        "basra.v1.BasraService/Play",
+        "basra.v1.BasraService/CreateMatch",
+    }
+
+    # Below each move: its thinking (a play's), the engine's work and the commit's round trip.
+    for move in moves:
+        found = attributes(move.attributes)
+        below = [s for s in spans if s.parent_span_id == move.span_id]
+        assert all(s.trace_id == move.trace_id for s in below)
+        names = sorted(s.name for s in below)
+        if found["basra.bot.action"] == "play":
+            assert {"basra.bot.think", "basra.engine.apply", "EVALSHA commit PEXPIRE"} <= set(
+                names
+            ), names
+            (thinking,) = [s for s in below if s.name == "basra.bot.think"]
+            think = attributes(thinking.attributes)
+            assert think["basra.bot.level"] == found["basra.bot.level"]
+            pool = "process_pool" if found["basra.bot.level"] == "strong" else "event_loop"
+            assert think["basra.bot.thinking"] == pool
+        else:
+            assert "basra.bot.think" not in names
+            assert {"basra.engine.deal", "EVALSHA commit PEXPIRE"} <= set(names), names
+    # The think-time histogram (the dashboard's "Bots: think time per move") counts each
+    # thinking span once, by level.
+    thinking_spans = [s for s in spans if s.name == "basra.bot.think"]
+    for level, count in thought.items():
+        assert count == sum(
+            1 for s in thinking_spans if attributes(s.attributes)["basra.bot.level"] == level
+        )
+        assert count > 5, level
+
+    # No secret anywhere: the person's seat token, the API key.
+    for span in spans:
+        for text in strings(span):
+            for secret in (*caller.secrets, API_KEY):
+                assert secret not in text, f"{span.name}: {text!r}"
+    for line in buffer.getvalue().splitlines():
+        for secret in (*caller.secrets, API_KEY):
+            assert secret not in line
+
+
+class FailingCommits(MemoryStore):
+    """The embedded store, whose commits fail as when Redis is away."""
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        raise StoreUnavailableError("Redis did not answer")
+
+
+def test_a_failed_bot_move_is_an_error_span_and_its_warning_names_it(
+    start_traced: Callable[..., ServerThread], receiver: tuple[Receiver, int]
+) -> None:
+    server = start_traced(store=FailingCommits(ttl_s=60, events_maxlen=100), bot_pace_s=0)
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    caller = Caller(server, "grpc")
+    try:
+        # Bots only: the first bot moves at once, and its commit fails.
+        greedy = game_pb2.BOT_LEVEL_GREEDY
+        caller.call("CreateMatch", pb.CreateMatchRequest(bots=[greedy, greedy], seed=7))
+        wait_until(lambda: "bot move failed" in buffer.getvalue(), 30, "the failed bot move")
+    finally:
+        logging.getLogger("basra").handlers.clear()
+        caller.close()
+    server.stop()  # exports every span still batched
+    spans = receiver[0].spans()
+    (move,) = [s for s in spans if s.name == "basra.bot.move"]
+    found = attributes(move.attributes)
+    assert move.status.code == trace_pb2.Status.STATUS_CODE_ERROR
+    assert found["error.type"] == "StoreUnavailableError"
+    assert "basra.bot.outcome" not in found
+    (creation,) = [s for s in spans if s.name.endswith("/CreateMatch")]
+    assert [link.span_id for link in move.links] == [creation.span_id]
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    (warning,) = [line for line in lines if line["msg"] == "bot move failed"]
+    assert warning["trace_id"] == move.trace_id.hex()
+    assert warning["span_id"] == move.span_id.hex()
+    assert "Redis did not answer" in warning["exc"]
+
+
+def _count(histogram: Any, level: str) -> float:
+    """The observations of a labelled histogram's child (its ``_count`` series)."""
+    for metric in histogram.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_count") and sample.labels.get("level") == level:
+                return float(sample.value)
+    return 0.0
 
 
 def test_without_an_endpoint_there_is_no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,11 +16,18 @@ The random and greedy levels choose on the event loop (they cost microseconds); 
 level searches for tens of milliseconds of CPU, which would stall every other call of the
 replica (compiled engine code holds the GIL: a thread would not help), so it runs in a small
 process pool, at most ``Settings.bot_max_thinking`` moves submitted at once.
+
+Traced (``basra.service.tracing``), each move is a ``basra.bot.move`` span: the root of a trace
+of its own, linked to the span that was current when the replica noticed the move was due (the
+call whose change handed the bot its turn, or the bot's previous move), with the thinking as a
+``basra.bot.think`` child and the commit's engine and store spans below it. The task that makes
+a match's moves runs in a context of its own: none of its work is the noticing call's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import logging
 import multiprocessing
@@ -30,10 +37,14 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Final, NamedTuple
 
+from opentelemetry import context, trace
+from opentelemetry.trace import INVALID_SPAN_CONTEXT, Span, SpanContext, Status, StatusCode
+
 from basra.engine import Phase, State, decode, view
 from basra.engine.bots import choose
 from basra.engine.game import next_dealer
 from basra.service.metrics import Metrics
+from basra.service.tracing import Tracing
 
 log = logging.getLogger("basra.bots")
 
@@ -119,8 +130,10 @@ class BotPlayer:
         workers: int,
         max_thinking: int,
         strong_seconds: float,
+        tracing: Tracing | None = None,
     ) -> None:
         self._metrics = metrics
+        self._tracing = tracing
         self._pace_s = pace_s
         self._workers = workers
         self._strong_seconds = strong_seconds
@@ -139,49 +152,96 @@ class BotPlayer:
         match unless this replica has one running (which reads the match again before it acts)."""
         if not bots or match_id in self._tasks or due(state, bots) is None:
             return
-        task = asyncio.get_running_loop().create_task(self._run(match_id))
+        cause = INVALID_SPAN_CONTEXT
+        if self._tracing is not None:
+            cause = trace.get_current_span().get_span_context()
+        # A context of its own: the task's spans and log lines are none of the noticing call's.
+        task = asyncio.get_running_loop().create_task(
+            self._run(match_id, cause), context=contextvars.Context()
+        )
         self._tasks[match_id] = task
 
-    async def _run(self, match_id: str) -> None:
+    async def _run(self, match_id: str, cause: SpanContext) -> None:
+        """Make the match's bot moves while one is due. ``cause``: the span of what handed the
+        first one its turn; each move's span is the cause of the next."""
         assert self._read is not None
-        assert self._commit is not None
         started = time.monotonic()
         try:
             while True:
                 current = await self._read(match_id)
                 if current is None:
                     return
-                version = current.version
                 move = due(current.state, current.bots)
                 if move is None:
                     return
-                play = None
-                if not move.deal:
-                    play = await self._think(current.data, move, match_id, version)
-                # The pace runs from the change that handed the bot its turn; thinking counts.
-                wait = self._pace_s - (time.monotonic() - started)
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                applied = await self._commit(match_id, version, move, play)
-                self._metrics.bot_moves.labels(move.level, "applied" if applied else "lost").inc()
+                span = token = None
+                if self._tracing is not None:
+                    span = self._tracing.bot_move(
+                        match_id, current.version, move.level, move.seat, move.deal, cause
+                    )
+                    cause = span.get_span_context()
+                    token = context.attach(trace.set_span_in_context(span))
+                try:
+                    await self._move(match_id, current, move, started, span)
+                except Exception as exc:
+                    if span is not None:
+                        # Its type only: an error's text may quote a hand's cards.
+                        span.set_attribute("error.type", type(exc).__name__)
+                        span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                    # The next call on the match (any replica) notices the move still due.
+                    log.warning("bot move failed", exc_info=True, extra={"match_id": match_id})
+                    return
+                finally:
+                    if span is not None and token is not None:
+                        context.detach(token)
+                        span.end()
                 started = time.monotonic()
-        except asyncio.CancelledError:
-            raise
         except Exception:
-            # The next call on the match (any replica) notices the move still due.
+            # A failed read: the next call on the match (any replica) notices the move still due.
             log.warning("bot move failed", exc_info=True, extra={"match_id": match_id})
         finally:
             self._tasks.pop(match_id, None)
 
-    async def _think(self, data: bytes, move: Move, match_id: str, version: int) -> tuple[int, int]:
+    async def _move(
+        self, match_id: str, current: Current, move: Move, started: float, span: Span | None
+    ) -> None:
+        """Make ``move`` at the ``current`` match, the pace counted from ``started``."""
+        assert self._commit is not None
+        version = current.version
+        play = None
+        if not move.deal:
+            play = await self._think(current.data, move, match_id, version, span)
+        # The pace runs from the change that handed the bot its turn; thinking counts.
+        wait = self._pace_s - (time.monotonic() - started)
+        if wait > 0:
+            await asyncio.sleep(wait)
+        applied = await self._commit(match_id, version, move, play)
+        outcome = "applied" if applied else "lost"
+        self._metrics.bot_moves.labels(move.level, outcome).inc()
+        if span is not None:
+            span.set_attribute("basra.bot.outcome", outcome)
+
+    async def _think(
+        self, data: bytes, move: Move, match_id: str, version: int, span: Span | None
+    ) -> tuple[int, int]:
         start = time.perf_counter()
         args = (data, move.seat, move.level, match_id, version, self._strong_seconds)
-        if move.level not in _OFF_LOOP:
-            choice = think(*args)
-        else:
-            async with self._slots:
-                pool = self._executor()
-                choice = await asyncio.get_running_loop().run_in_executor(pool, think, *args)
+        pool = move.level in _OFF_LOOP
+        thinking = None
+        if span is not None and self._tracing is not None:
+            thinking = self._tracing.bot_think(span, move.level, pool)
+        try:
+            if not pool:
+                choice = think(*args)
+            else:
+                async with self._slots:
+                    executor = self._executor()
+                    choice = await asyncio.get_running_loop().run_in_executor(
+                        executor, think, *args
+                    )
+        finally:
+            if thinking is not None:
+                thinking.end()
         self._metrics.bot_think.labels(move.level).observe(time.perf_counter() - start)
         return choice
 

@@ -64,6 +64,7 @@ class Servicer(Dispatcher):
             workers=settings.bot_workers,
             max_thinking=settings.bot_max_thinking,
             strong_seconds=settings.bot_strong_seconds,
+            tracing=tracing,
         )
         self._watchers = watch.Watchers(
             store,

@@ -1,5 +1,5 @@
 """OpenTelemetry traces: a server span per call on both ports, child spans for the store's round
-trips and for the engine's longer work, exported over OTLP/gRPC.
+trips and the engine's work, a span per bot move, exported over OTLP/gRPC.
 
 Tracing is on when the standard OpenTelemetry environment names an OTLP endpoint
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``); the SDK reads the
@@ -186,9 +186,8 @@ class Tracing:
     Every traced call pays for its spans on the event loop (the SDK builds each one) and on the
     export thread (each is encoded to OTLP there), so what is per method or per store round trip
     is worked out once: span names and attribute sets are kept, the caller's context is
-    extracted only when its metadata carries a header the propagators read, the engine's
-    spans are never made current (nothing runs under them), and the engine gets a span only where
-    its work can take long (``engine``)."""
+    extracted only when its metadata carries a header the propagators read, and the engine's
+    spans are never made current (nothing runs under them)."""
 
     def __init__(self, provider: TracerProvider) -> None:
         self.provider = provider
@@ -223,13 +222,9 @@ class Tracing:
         return ServerCall(span, token, system)
 
     def engine(self, name: str) -> AbstractContextManager[Any]:
-        """A span for the engine's ``name`` (``plans``, ``new_match``) in a traced call: a
-        child of the call's span, never current itself.
-
-        Only where the engine's work can take long: listing the plans of a hand grows with the
-        floor, and a new match shuffles and deals. A play's ``apply`` and a hand's deal are not
-        spanned: on the compiled engine each takes less CPU than a span costs to make and
-        export, and the call's span less its store span's already bounds them."""
+        """A span for the engine's ``name`` (``apply``, ``deal``, ``plans``, ``new_match``) in
+        a traced call or bot move: a child of its span, never current itself (nothing runs
+        under it)."""
         if not trace.get_current_span().is_recording():
             return _NO_SPAN
         return _Ended(self.tracer.start_span(f"basra.engine.{name}"))
@@ -244,6 +239,44 @@ class Tracing:
         )
         span.add_event("basra.watch.delivered", {"basra.version": version})
         span.end()
+
+    def bot_move(
+        self, match_id: str, version: int, level: str, seat: int, deal: bool, cause: SpanContext
+    ) -> Span:
+        """The span of a bot's move at ``version`` of ``match_id`` (a deal of the next hand, or
+        a play): the root of a trace of its own, linked to ``cause``.
+
+        A bot moves after the pace, outside any call: the call whose change handed the bot its
+        turn (``cause``, the span current when the replica noticed the move was due) has
+        answered by then, and a bots-only match hands each move on to the next for as long as
+        it lasts. A child of the cause would end after its parent and make one trace of a whole
+        match; a link relates the two traces as OpenTelemetry relates work that outlives the
+        work that caused it. ``cause`` is invalid when nothing traced noticed the move: the span
+        then has no link.
+
+        The caller makes it current while the move is committed: the commit's engine and store
+        spans are its children."""
+        attributes: dict[str, str | int] = {
+            "basra.match_id": match_id[:64],
+            "basra.version": version,
+            "basra.bot.level": level,
+            "basra.bot.seat": seat,
+            "basra.bot.action": "deal" if deal else "play",
+        }
+        links = (trace.Link(cause),) if cause.is_valid else ()
+        return self.tracer.start_span("basra.bot.move", _ROOT, SpanKind.INTERNAL, attributes, links)
+
+    def bot_think(self, move: Span, level: str, pool: bool) -> Span:
+        """The span of a bot's thinking (``pool``: in the thinking processes, waiting for one
+        included), a child of its ``move``."""
+        return self.tracer.start_span(
+            "basra.bot.think",
+            trace.set_span_in_context(move, _ROOT),
+            attributes={
+                "basra.bot.level": level,
+                "basra.bot.thinking": "process_pool" if pool else "event_loop",
+            },
+        )
 
     def store(self, summary: str, commands: int) -> Span | None:
         """A client span for one store round trip of ``commands`` commands (``summary``: their
