@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from basra.client import Client, greedy_choice
+from basra.service import config
 from basra.v1 import game_pb2
 from tests.support import ServerThread
 
@@ -27,11 +28,11 @@ def read(path: str) -> str:
     return (ROOT / path).read_text(encoding="utf-8")
 
 
-def test_a_hand_makes_the_number_of_versions_the_operator_guide_gives(
+def test_a_hand_makes_the_number_of_versions_the_retention_constant_gives(
     any_server: ServerThread,
 ) -> None:
-    """The retention setting's documentation gives the versions a hand makes: the figure is the
-    code's (prose around it is free)."""
+    """The retention constant's why gives the versions a hand makes: the figure is the code's
+    (prose around it is free)."""
     with Client(any_server.target) as client:
         match = client.create_match(seed=21)
         view = match.view()
@@ -43,9 +44,9 @@ def test_a_hand_makes_the_number_of_versions_the_operator_guide_gives(
             view = match.view()
     versions = view.version - first + 1  # the deal's version and one per play
     assert versions == 49
-    for document in ("deploy/README.md", "deploy/kustomize/base/config.env"):
-        given = re.findall(r"a two-seat hand makes (\d+): its deal and (\d+) plays", read(document))
-        assert given == [(str(versions), str(versions - 1))], document
+    why = config.CONSTANTS["events_maxlen"]
+    given = re.findall(r"a two-seat hand makes (\d+): its deal and (\d+) plays", why)
+    assert given == [(str(versions), str(versions - 1))]
 
 
 @pytest.mark.parametrize("document", DOCS)

@@ -380,9 +380,9 @@ class Settings:
     )
     events_maxlen: int = constant(
         2000,
-        "versions whose events are kept per match (a two-seat hand makes 49; older ones are "
-        "trimmed): more than a match plays, so WatchMatch resumes from any version of it, and a "
-        "bound on a match's memory in Redis",
+        "versions whose events are kept per match (a two-seat hand makes 49: its deal and 48 "
+        "plays; older ones are trimmed): more than a match plays, so WatchMatch resumes from any "
+        "version of it, and a bound on a match's memory in Redis",
     )
     max_message_bytes: int = constant(
         64 * 1024,
