@@ -418,8 +418,7 @@ def withstand(served: Served, name: str, connections: int) -> int:
         wait_until(
             lambda: served.rss <= base + KEPT,
             30,
-            f"the RSS ({served.rss >> 20} MiB) to come back within {KEPT >> 20} MiB of "
-            f"{base >> 20} MiB",
+            f"the RSS to come back within {KEPT >> 20} MiB of {base >> 20} MiB",
         )
         honest.play()
         assert honest.ready()
