@@ -189,6 +189,8 @@ class Metrics:
     gc_frozen: Gauge
     bot_think: Timing
     bot_moves: Tally
+    calls_in_flight: Gauge
+    """The calls held now, by port (``CallLimit``'s counts, read at each scrape)."""
     # Labelled children by label values, resolved once: every call goes through observe_call.
     _calls: dict[tuple[str, str], Count] = field(default_factory=dict, repr=False, compare=False)
     _latency: dict[str, Timed] = field(default_factory=dict, repr=False, compare=False)
@@ -400,6 +402,12 @@ class Metrics:
                 registry=registry,
             ),
             gc_frozen=_frozen_gauge(registry),
+            calls_in_flight=Gauge(
+                "basra_calls_in_flight",
+                "Calls the replica holds now (open WatchMatch streams included), by port",
+                ["port"],
+                registry=registry,
+            ),
         )
 
     def serve_http(self, port: int, host: str = "::") -> Any:

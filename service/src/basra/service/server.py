@@ -281,6 +281,9 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
         CallLimit(settings.max_concurrent_rpcs, settings.max_calls_per_peer),
         CallLimit(settings.max_pending_requests, settings.max_pending_per_peer),
     )
+    # Read at each scrape, so a call costs nothing more for being counted.
+    metrics.calls_in_flight.labels("grpc").set_function(lambda: deadline.calls.grpc)
+    metrics.calls_in_flight.labels("http").set_function(lambda: deadline.calls.http)
     # Half-open requests (headers and part of a message, then nothing) each hold a call:
     # bounded in number per process by the call limit, which every handler registered here
     # counts itself in, per connection by max_concurrent_streams, and in time by the request

