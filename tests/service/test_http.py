@@ -612,6 +612,34 @@ def test_an_http_server_that_stops_by_itself_turns_liveness_off(
     assert healthz(server) != 200
 
 
+def test_an_http_port_another_server_listens_on_fails_the_start(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """The HTTP port's server binds with SO_REUSEPORT, which would let two of our servers share
+    a port and split its connections: the start fails instead, as it does on a port a program
+    holds without it, and names the port."""
+    from basra.service.server import StartupError, create_server
+
+    first = start_server()
+    _, taken = first.http_address
+    with socket.socket() as plain:
+        plain.bind(("127.0.0.1", 0))
+        plain.listen()
+        held = int(plain.getsockname()[1])
+        for port in (taken, held):
+            settings = Settings(
+                store="embedded",
+                listen="127.0.0.1:0",
+                http_listen=f"127.0.0.1:{port}",
+                metrics_port=None,
+            )
+            with pytest.raises(StartupError) as refused:
+                asyncio.run(create_server(settings))
+            assert f"cannot listen on 127.0.0.1:{port} (--http-listen): " in str(refused.value)
+            assert "in use" in str(refused.value)
+    assert healthz(first) == 200  # the first server serves on, alone on its port
+
+
 def test_a_core_without_every_rpc_of_the_contract_does_not_start() -> None:
     from basra.service.metrics import Metrics
     from basra.service.servicer import Servicer
