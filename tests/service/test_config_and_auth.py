@@ -47,8 +47,9 @@ def test_a_variable_named_like_a_constant_is_refused_not_ignored(constant: str) 
 
 @pytest.mark.parametrize("variable", sorted(config.REFUSED_VARIABLES))
 def test_a_variable_that_sets_nothing_is_refused_with_why(variable: str) -> None:
-    """A variable the server has no setting for, but which an operator may have set (hypercorn's
-    request cap per connection), stops the start with why instead of doing nothing."""
+    """A variable the server has no setting for, but which an operator may have set (a cap on
+    requests per HTTP connection, which hyper does not need), stops the start with why instead
+    of doing nothing."""
     assert variable not in ENVIRONMENT.values()
     why = config.REFUSED_VARIABLES[variable]
     with pytest.raises(ValueError, match=rf"^\${variable} is not a setting: {re.escape(why)}$"):
