@@ -730,9 +730,9 @@ def granian_options(settings: Settings, host: str, port: int) -> dict[str, Any]:
 
 
 MAX_HEADERS_BYTES: Final = 65536
-"""The largest header block of an HTTP/2 request (HPACK-decoded): a request's own headers are a
-few hundred bytes; granian's default of 16 MiB per stream would let a CONTINUATION flood hold
-that much per stream."""
+"""The largest header list of an HTTP/2 request (decoded): a request's own headers are a few
+hundred bytes, and granian's default of 16 MiB would let a flood of oversized header lists hold
+that much per stream before hyper refuses it."""
 
 
 class _Relay(logging.Handler):
