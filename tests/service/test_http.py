@@ -610,6 +610,11 @@ def test_an_http_server_that_stops_by_itself_turns_liveness_off(
     request = health_pb2.HealthCheckRequest(service="")
     assert stub.Check(request, timeout=5).status == health_pb2.HealthCheckResponse.NOT_SERVING
     assert healthz(server) != 200
+    # Stopping the server stops what granian still runs: the port listens no more.
+    host, port = server.http_address
+    server.stop()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((host, port), timeout=5).close()
 
 
 def test_an_http_port_another_server_listens_on_fails_the_start(

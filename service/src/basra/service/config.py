@@ -325,8 +325,9 @@ class Settings:
     http_listen: str | None = setting(
         "[::]:8080",
         "BASRA_HTTP_LISTEN",
-        "HTTP listen address (HTTP/1.1 and HTTP/2): Connect, gRPC-Web and gRPC, /healthz and "
-        "the web table (port 0 picks a free port; 'off' disables)",
+        "HTTP listen address (HTTP/1.1 and HTTP/2): Connect and gRPC-Web (gRPC calls are "
+        "answered UNIMPLEMENTED: gRPC is served on --listen), /healthz and the web table "
+        "(port 0 picks a free port; 'off' disables)",
         parse=_listen_or_off,
     )
     cors_origins: tuple[str, ...] = setting(

@@ -644,7 +644,12 @@ class HttpServer:
         """
         if self._stopping:
             return
+        failed = self.failed
         self._stopping = True
+        if failed:
+            # granian's serve loop ended by itself; its workers may still be serving: stop
+            # them as its own shutdown does, within the same time.
+            self.task = asyncio.create_task(self.server.shutdown())  # type: ignore[no-untyped-call]
         self.server.stop()  # type: ignore[no-untyped-call]
         if grace_s:
             await asyncio.wait({self.task}, timeout=grace_s)
