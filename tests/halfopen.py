@@ -1,6 +1,7 @@
-"""Half-open gRPC requests, written as raw HTTP/2 frames: each stream sends its headers and one
-byte of a request message, then nothing. A well-behaved gRPC client cannot do this, which is why
-the frames are written by hand (HPACK literals, no compression: RFC 7540 and RFC 7541).
+"""Half-open gRPC (or, on the HTTP port, Connect) requests, written as raw HTTP/2 frames: each
+stream sends its headers and one byte of a request message, then nothing. A well-behaved client
+cannot do this, which is why the frames are written by hand (HPACK literals, no compression:
+RFC 7540 and RFC 7541).
 
 Used by the service tests (scaled down) and by ``make bench`` (250 connections x 100 streams).
 """
@@ -60,7 +61,8 @@ class Attack:
 
     opened: int = 0
     answered: int = 0
-    """Streams the server ended (trailers with END_STREAM, or RST_STREAM)."""
+    """Streams the server ended (its last HEADERS or DATA frame, with END_STREAM, or
+    RST_STREAM)."""
     refused: int = 0
     """Of those, the streams reset unprocessed (RST_STREAM with REFUSED_STREAM)."""
     dropped: int = 0
@@ -107,7 +109,7 @@ async def _connection(
                 writer.write(frame(SETTINGS, ACK, 0))
             elif kind == PING and not flags & ACK:
                 writer.write(frame(PING, ACK, 0, payload) + payload)
-            elif (kind == RST_STREAM or (kind == HEADERS and flags & END_STREAM)) and (
+            elif (kind == RST_STREAM or (kind in (HEADERS, DATA) and flags & END_STREAM)) and (
                 port,
                 index,
                 stream,

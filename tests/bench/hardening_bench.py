@@ -43,14 +43,18 @@ async def finished_match(target: str) -> tuple[str, int]:
 
 
 async def flood(
-    ports: list[int], pid: int, connections: int, streams: int
+    ports: list[tuple[int, str]], pid: int, connections: int, streams: int
 ) -> tuple[Attack, int, float]:
-    """Hold the half-open streams on every port at once until the server has let go of every
-    one, ending it or closing its connection (or 60 s); returns the attack, the peak RSS seen and
-    the seconds that took."""
+    """Hold the half-open streams on every port (each with its calls' content type: gRPC, or
+    Connect on the HTTP port) at once until the server has let go of every one, ending it or
+    closing its connection (or 60 s); returns the attack, the peak RSS seen and the seconds
+    that took."""
     attack, stop = Attack(), asyncio.Event()
     task = asyncio.gather(
-        *(half_open("127.0.0.1", port, connections, streams, stop, attack) for port in ports)
+        *(
+            half_open("127.0.0.1", port, connections, streams, stop, attack, content_type=kind)
+            for port, kind in ports
+        )
     )
     peak, started = rss_bytes(pid), time.monotonic()
     while time.monotonic() - started < 60 and not (
@@ -109,7 +113,8 @@ def flood_figures(port_kind: str, connections: int, streams: int) -> dict[str, f
         *("--http-listen", "off" if port_kind == "grpc" else f"127.0.0.1:{http_port}"),
         *("--log-level", "ERROR"),
     ]
-    ports = {"grpc": [grpc_port], "http": [http_port], "both": [grpc_port, http_port]}[port_kind]
+    on_grpc, on_http = (grpc_port, "application/grpc"), (http_port, "application/proto")
+    ports = {"grpc": [on_grpc], "http": [on_http], "both": [on_grpc, on_http]}[port_kind]
     with process(command, grpc_target) as server:
         time.sleep(1)  # let start-up allocations settle before the baseline
         base = rss_bytes(server.pid)

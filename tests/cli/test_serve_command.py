@@ -64,6 +64,23 @@ def test_a_busy_grpc_port_is_one_line_naming_the_port_and_the_flag(busy_port: in
     assert f":{busy_port} (--listen)" in line
 
 
+def test_a_busy_http_port_is_one_line_naming_the_port_and_the_flag(busy_port: int) -> None:
+    result = serve(
+        "--store",
+        "embedded",
+        "--listen",
+        f"127.0.0.1:{free_port()}",
+        "--metrics-port",
+        "off",
+        "--http-listen",
+        f"127.0.0.1:{busy_port}",
+    )
+    assert result.returncode == 1
+    line = one_line_error(result)
+    assert f"cannot listen on 127.0.0.1:{busy_port} (--http-listen): " in line, line
+    assert "in use" in line
+
+
 def test_a_busy_metrics_port_is_one_line_naming_the_port_and_the_flag(busy_port: int) -> None:
     result = serve(
         "--store",

@@ -45,6 +45,18 @@ def test_a_variable_named_like_a_constant_is_refused_not_ignored(constant: str) 
         parse(["--store", "embedded", config.flag_name(constant), "1"], {})
 
 
+@pytest.mark.parametrize("variable", sorted(config.REFUSED_VARIABLES))
+def test_a_variable_that_sets_nothing_is_refused_with_why(variable: str) -> None:
+    """A variable the server has no setting for, but which an operator may have set (a cap on
+    requests per HTTP connection, which hyper does not need), stops the start with why instead
+    of doing nothing."""
+    assert variable not in ENVIRONMENT.values()
+    why = config.REFUSED_VARIABLES[variable]
+    with pytest.raises(ValueError, match=rf"^\${variable} is not a setting: {re.escape(why)}$"):
+        parse(["--store", "embedded"], {variable: "1000"})
+    assert parse(["--store", "embedded"], {}) == Settings(store="embedded")
+
+
 def test_a_constant_out_of_range_is_refused_by_its_name() -> None:
     with pytest.raises(config.SettingError, match=r"^presence_ttl_s must be more than"):
         Settings(store="embedded", presence_interval_s=5, presence_ttl_s=5)

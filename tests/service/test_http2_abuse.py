@@ -14,24 +14,8 @@ from tests.h2attacks import ATTACKS, serving, withstand
 
 CONNECTIONS: Final = 16
 
-RAPID_RESET_NOT_HELD: Final = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hypercorn 0.18 removes each reset stream from its priority tree by rebuilding the "
-        "tree's heap (priority 2.0): a connection of reset streams costs the server seconds of "
-        "CPU, and honest calls miss their deadline (make bench, abuse_rapid_reset_*: peak RSS "
-        "896 MiB at 250 attacking connections and 1,673 MiB at 500, honest calls failed)"
-    ),
-)
 
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=RAPID_RESET_NOT_HELD) if name == "rapid_reset" else name
-        for name in ATTACKS
-    ],
-)
+@pytest.mark.parametrize("name", list(ATTACKS))
 def test_an_http2_attack_leaves_honest_clients_served(name: str, tmp_path: Path) -> None:
     with serving(tmp_path) as served:
         withstand(served, name, CONNECTIONS)

@@ -193,17 +193,20 @@ def test_redaction_masks_anything_shaped_like_a_secret() -> None:
 
 @contextlib.contextmanager
 def serving(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
-    """A server in a child process, its log on the pipe of its stderr; killed if the test
-    leaves it running."""
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    """A server in a child process, its log on the pipe of its stderr (and its stdout, where
+    nothing is written, on another); killed if the test leaves it running."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         yield process
     finally:
         if process.poll() is None:
             process.kill()
         process.wait()
-        if process.stderr:
-            process.stderr.close()
+        for pipe in (process.stdout, process.stderr):
+            if pipe:
+                pipe.close()
 
 
 def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> None:
@@ -260,8 +263,11 @@ def test_sigterm_turns_health_off_drains_and_exits_cleanly(tmp_path: Path) -> No
         assert ended[0] != grpc.StatusCode.OK
         channel.close()
         assert process.stderr is not None
+        # Every line, the HTTP port server's (granian's) included, is one of the JSON logger's.
         messages = [json.loads(line)["msg"] for line in process.stderr.read().splitlines()]
         assert messages[-2:] == ["draining", "stopped"]
+        assert process.stdout is not None
+        assert process.stdout.read() == ""
 
 
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])

@@ -288,22 +288,17 @@ class Settings:
     http_max_concurrent_streams: int = setting(
         16,
         "BASRA_HTTP_MAX_CONCURRENT_STREAMS",
-        "concurrent calls per client connection on the HTTP port (HTTP/2 streams; a client "
-        "that opens more has its connection closed): hypercorn builds each stream before the "
-        "call limits see it, so this times the connections bounds its memory",
-    )
-    http_max_requests_per_connection: int = setting(
-        1000,
-        "BASRA_HTTP_MAX_REQUESTS_PER_CONNECTION",
-        "requests one HTTP connection may make before the server closes it (hypercorn's guard "
-        "against HTTP/2 Rapid Reset); calls in flight on it then fail UNAVAILABLE, and clients "
-        "retry them on a new connection",
+        "concurrent calls per client connection on the HTTP port (HTTP/2 streams): a stream "
+        "past it is refused (REFUSED_STREAM, which clients retry) before the call limits see "
+        "it",
     )
     http_read_timeout_s: float = setting(
         300.0,
         "BASRA_HTTP_READ_TIMEOUT_SECONDS",
-        "an HTTP connection from which nothing arrives for this long is closed (idle HTTP/2 "
-        "connections, and WatchMatch streams whose client sends nothing: clients resume them)",
+        "an HTTP/1.1 connection that sends no request headers for this long is closed; an "
+        "HTTP/2 connection from which nothing arrives for this long is pinged, and closed "
+        "unless the answer arrives within as long again (WatchMatch streams of a live client "
+        "stay open)",
     )
     request_timeout_s: float = setting(
         10.0,
@@ -330,8 +325,9 @@ class Settings:
     http_listen: str | None = setting(
         "[::]:8080",
         "BASRA_HTTP_LISTEN",
-        "HTTP listen address (HTTP/1.1 and HTTP/2): Connect, gRPC-Web and gRPC, /healthz and "
-        "the web table (port 0 picks a free port; 'off' disables)",
+        "HTTP listen address (HTTP/1.1 and HTTP/2): Connect and gRPC-Web (gRPC calls are "
+        "answered UNIMPLEMENTED: gRPC is served on --listen), /healthz and the web table "
+        "(port 0 picks a free port; 'off' disables)",
         parse=_listen_or_off,
     )
     cors_origins: tuple[str, ...] = setting(
@@ -490,6 +486,15 @@ CONSTANTS: Final[Mapping[str, str]] = {
 """Constant name -> why it is what it is."""
 
 
+REFUSED_VARIABLES: Final[Mapping[str, str]] = {
+    "BASRA_HTTP_MAX_REQUESTS_PER_CONNECTION": (
+        "hyper bounds reset streams itself, and an HTTP connection serves any number of requests"
+    ),
+}
+"""Variables that look like settings but set nothing, each with why: ``from_args`` refuses them
+when set, so that an operator's value does not silently do nothing."""
+
+
 def constant_variable(name: str) -> str:
     """The variable a constant would have as a setting: ``watch_poll_s`` ->
     ``BASRA_WATCH_POLL_SECONDS``. ``from_args`` refuses it when set, so a value set for it
@@ -591,12 +596,16 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] = os.environ)
     """Settings from parsed flags, then the environment, then the defaults.
 
     Raises:
-        ValueError: a value does not parse, is empty or out of range, or no store was chosen;
-            the message names the flag or variable the value came from.
+        ValueError: a value does not parse, is empty or out of range, no store was chosen, or
+            a variable that sets nothing is set (a constant's, ``REFUSED_VARIABLES``); the
+            message names the flag or variable the value came from.
     """
     for name, why in CONSTANTS.items():
         if (variable := constant_variable(name)) in environ:
             raise ValueError(f"${variable} is not a setting: the server holds it fixed ({why})")
+    for variable, why in REFUSED_VARIABLES.items():
+        if variable in environ:
+            raise ValueError(f"${variable} is not a setting: {why}")
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for f in _fields():

@@ -1,5 +1,6 @@
-"""BasraService over HTTP: Connect (binary and JSON), gRPC-Web and gRPC on one port, with CORS,
-a plain ``GET /healthz`` and the web table's static files.
+"""BasraService over HTTP: Connect (binary and JSON) and gRPC-Web on one port, with CORS, a
+plain ``GET /healthz`` and the web table's static files; a gRPC call here is answered
+UNIMPLEMENTED with a message naming the gRPC port.
 
 The RPCs are the transport-neutral core's (``Servicer.handle``): this module only turns HTTP
 headers into a ``Caller`` and a ``ServiceError`` into a Connect error whose details are the same
@@ -7,11 +8,12 @@ google.rpc messages the gRPC port sends (ErrorInfo, BadRequest, RetryInfo). conn
 official Python Connect runtime) speaks the three protocols; messages stay google.protobuf ones
 (our own codecs below), and connectrpc's own message runtime only wraps the detail bytes.
 
-Served by hypercorn as it ships (``hypercorn.asyncio.serve``), in the server's own event loop:
-HTTP/1.1 and cleartext HTTP/2 (prior knowledge or upgrade), with the trailers gRPC needs. The
-bounds on what a client may hold (calls, requests still arriving, responses it does not read)
-are this application's, through hypercorn's public configuration and the ASGI interface only
-(docs/design.md, "The HTTP port", says why hypercorn and what each bound costs).
+Served by granian (hyper's HTTP/1.1 and cleartext HTTP/2, prior knowledge or upgrade, in Rust)
+embedded in the server's own event loop through its public embedding API (``Server`` of
+``granian.server.embed``, ASGI without lifespan). The bounds on what a client may hold (calls,
+requests still arriving, responses it does not read) are this application's, through the ASGI
+interface; those on streams, headers and idle connections are hyper's, through granian's public
+options (docs/design.md, "The HTTP port", says why granian and what each bound costs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import mimetypes
 import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,8 +40,10 @@ from connectrpc.server import ConnectASGIApplication, Endpoint
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor_pb2 import MethodOptions
 from google.protobuf.message import DecodeError, Message
-from hypercorn.asyncio import serve
-from hypercorn.config import Config as HypercornConfig
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings, HTTP2Settings
+from granian.log import LogLevels
+from granian.server.embed import Server
 from protobuf.wkt import Any as DetailAny
 
 from basra.service.config import Settings
@@ -252,15 +256,8 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         calls = self.calls
         client = scope.get("client")
         peer = client[0] if client else ""
-        started = False
-
-        async def sending(message: dict[str, Any]) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
         exchange = _Exchange(receive)
-        bounded = self._send_deadline.bound(sending, exchange)
+        bounded = self._send_deadline.bound(send, exchange)
         if not calls.take(peer):
             self._refusals.inc()
             with contextlib.suppress(ResponseStalledError):
@@ -288,12 +285,6 @@ class ConnectApp(ConnectASGIApplication[Servicer]):
         finally:
             calls.http -= 1
             calls.give(peer)
-            if not started:
-                # A call that ends unanswered (its client left, or its connection failed and
-                # hypercorn cancelled it) gets a bare response start: hypercorn would otherwise
-                # answer it 500 itself and wait, for ever on a connection that is gone, to write
-                # that answer's end (its connection's task and memory never freed).
-                await send({"type": "http.response.start", "status": 499, "headers": []})
 
 
 class ResponseStalledError(Exception):
@@ -312,9 +303,8 @@ class SendDeadline:
 
     def bound(self, send: Send, exchange: _Exchange) -> Send:
         """``send``, each response body piece within ``seconds``; past it, and for every send
-        after, ResponseStalledError (the call ends, and hypercorn closes its stream). Once the
-        client has left (``exchange``), nothing is sent: hypercorn would wait for ever to write
-        to the closed connection."""
+        after, ResponseStalledError (the call ends, and granian closes its stream). Once the
+        client has left (``exchange``), nothing is sent: nobody is there to read it."""
         stalled = False
 
         async def sending(message: dict[str, Any]) -> None:
@@ -365,7 +355,7 @@ async def _body_messages(receive: Receive, max_bytes: int) -> list[dict[str, Any
 
 class _Exchange:
     """One call's receiving side: the server's messages, after those read ahead (``replay``);
-    whether the client has left (hypercorn said ``http.disconnect``)."""
+    whether the client has left (the server said ``http.disconnect``)."""
 
     __slots__ = ("_pending", "_receive", "gone")
 
@@ -389,7 +379,7 @@ class _Exchange:
 
 def _refusing(error: ConnectError) -> Receive:
     """A receive that fails the call with ``error``: connectrpc answers it in the call's own
-    protocol (Connect, gRPC-Web or gRPC) when it reads the request."""
+    protocol (Connect or gRPC-Web) when it reads the request."""
 
     async def refuse() -> dict[str, Any]:
         raise error
@@ -454,11 +444,6 @@ class HttpApp:
             return
         if scope["type"] != "http":
             return  # websockets: not served (the server closes the connection)
-        if scope["http_version"] == "1.1" and _framed_twice(scope):
-            # RFC 9112, 6.3: a message with both is a request-smuggling risk behind a proxy;
-            # answered, and the connection closed (hypercorn closes on "connection: close").
-            await _respond(send, 400, b"content-length with transfer-encoding\n", _CLOSE)
-            return
         origin = _header(scope, b"origin")
         cors = self._cors(origin)
         if scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method"):
@@ -467,7 +452,9 @@ class HttpApp:
         if cors:
             send = _with_headers(send, cors)
         path: str = scope["path"]
-        if path.startswith(RPC_PREFIX):
+        if path.startswith(RPC_PREFIX) and _is_grpc(scope):
+            await _respond_grpc_elsewhere(send)
+        elif path.startswith(RPC_PREFIX):
             await self.connect.serve(scope, receive, send)
         elif path == HEALTH_PATH:
             ok = self.readiness.serving
@@ -533,13 +520,30 @@ class HttpApp:
         return candidate if candidate.is_file() else None
 
 
-_CLOSE: Final = ((b"connection", b"close"),)
+GRPC_ELSEWHERE: Final = (
+    "gRPC is served on the gRPC port; this HTTP port serves Connect and gRPC-Web"
+)
+"""What a gRPC call on the HTTP port is answered (UNIMPLEMENTED): granian, which serves this
+port, passes no response trailers through ASGI, and a gRPC response ends with them."""
 
 
-def _framed_twice(scope: Scope) -> bool:
-    """Whether a request carries both Content-Length and Transfer-Encoding."""
-    names = {key.lower() for key, _ in scope.get("headers", ())}
-    return b"content-length" in names and b"transfer-encoding" in names
+def _is_grpc(scope: Scope) -> bool:
+    """Whether a request is a gRPC call (``application/grpc``, ``application/grpc+proto``...),
+    not a gRPC-Web one."""
+    kind = (_header(scope, b"content-type") or "").lower()
+    return kind.startswith("application/grpc") and not kind.startswith("application/grpc-web")
+
+
+async def _respond_grpc_elsewhere(send: Send) -> None:
+    """A trailers-only gRPC response: the status is in the headers, the stream ends with
+    them (no body, no trailers)."""
+    headers = [
+        (b"content-type", b"application/grpc"),
+        (b"grpc-status", str(grpc.StatusCode.UNIMPLEMENTED.value[0]).encode()),
+        (b"grpc-message", GRPC_ELSEWHERE.encode()),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -617,98 +621,221 @@ def build_app(
 
 @dataclass
 class HttpServer:
-    """hypercorn serving the HTTP port in this event loop."""
+    """granian serving the HTTP port in this event loop."""
 
     port: int
     app: HttpApp
-    config: HypercornConfig
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task[None] | None = None
+    server: Server
+    task: asyncio.Task[None]
+    _stopping: bool = False
 
     @property
     def failed(self) -> bool:
-        """hypercorn ended without being asked to stop (it should never)."""
-        return self._task is not None and self._task.done() and not self._stopping.is_set()
+        """granian ended without being asked to stop (it should never)."""
+        return self.task.done() and not self._stopping
 
     async def stop(self, grace_s: float | None) -> None:
         """Stop accepting; in-flight calls (open streams included) get ``grace_s`` seconds.
 
         Then the open WatchMatch streams are ended (cleanly: the client resumes from its last
         complete version, as after any drain) and every connection gets ``CLOSE_S`` more to
-        close before hypercorn cuts it.
+        close. A connection still open then (a client that reads nothing, or never answers
+        the closing HTTP/2 ping) is left to the process's exit: granian stops waiting for it.
         """
-        if self._task is None:
+        if self._stopping:
             return
-        self.config.graceful_timeout = (grace_s or 0.0) + CLOSE_S
-        self._stopping.set()
+        failed = self.failed
+        self._stopping = True
+        if failed:
+            # granian's serve loop ended by itself; its workers may still be serving: stop
+            # them as its own shutdown does, within the same time.
+            self.task = asyncio.create_task(self.server.shutdown())  # type: ignore[no-untyped-call]
+        self.server.stop()  # type: ignore[no-untyped-call]
         if grace_s:
-            await asyncio.wait({self._task}, timeout=grace_s)
+            await asyncio.wait({self.task}, timeout=grace_s)
         for ended in list(self.app.connect.streams):
             _settle(ended)
+        await asyncio.wait({self.task}, timeout=CLOSE_S)
+        self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+            await self.task
 
 
-def hypercorn_config(settings: Settings) -> HypercornConfig:
-    """hypercorn's configuration of the HTTP port: its shipped protections kept (a connection
-    closed after ``keep_alive_max_requests`` requests, against HTTP/2 Rapid Reset), with the
-    service's bounds on connections, headers and idleness."""
-    config = HypercornConfig()
-    config.accesslog = None  # never log request lines: their query strings may hold secrets
-    config.errorlog = log  # through the JSON formatter, which clips fields and redacts secrets
-    config.include_server_header = False
-    config.h2_max_concurrent_streams = settings.http_max_concurrent_streams
-    config.keep_alive_max_requests = settings.http_max_requests_per_connection
-    # A connection from which nothing arrives for this long is closed: hypercorn's idle timer
-    # covers HTTP/1.1 and HTTP/2 connections between calls, not one that never opened a stream.
-    config.read_timeout = math.ceil(settings.http_read_timeout_s)
-    # hypercorn listens with a backlog of 100: in a burst of connections (clients reconnecting
-    # at once, or a flood) those past it wait in the kernel unaccepted and are reset after its
-    # SYN-ACK retries. The kernel caps this at net.core.somaxconn, as on the gRPC port.
-    config.backlog = socket.SOMAXCONN
-    return config
+STARTUP_S: Final = 10.0
+"""How long granian gets to listen before the start fails."""
 
 
 async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
-    """Listen on ``settings.http_listen`` and serve ``app``; returns once listening."""
+    """Listen on ``settings.http_listen`` and serve ``app``; returns once granian accepts
+    connections (port 0: on the free port the kernel chose).
+
+    Raises:
+        OSError: the address does not parse or is not this host's, the port is in use, or
+            granian stopped or did not listen within ``STARTUP_S``.
+    """
     assert settings.http_listen is not None
-    config = hypercorn_config(settings)
-    listening = _listen(settings.http_listen, config.backlog)
-    port = int(listening.getsockname()[1])
-    # hypercorn serves the socket by its descriptor (its public "fd://" bind), and closes it.
-    config.bind = [f"fd://{listening.detach()}"]
-    server = HttpServer(port, app, config)
-    server._task = asyncio.create_task(
-        serve(
-            # Our ASGI types are plain dicts, hypercorn's TypedDicts.
-            app,  # type: ignore[arg-type]
-            config,
-            shutdown_trigger=server._stopping.wait,
-            mode="asgi",
-        )
-    )
-    return server
+    listen = settings.http_listen
+    host, port = _address(listen)
+    # granian binds its own socket with SO_REUSEPORT: one bound here first (not listening, so
+    # it takes no connection) tells a port in use from a free one, and holds port 0's choice
+    # until granian listens beside it.
+    held = _hold(listen, host, port)
+    try:
+        port = int(held.getsockname()[1])
+        probe = _probe_host(host)
+        if await _accepts(probe, port):
+            raise OSError(f"cannot listen for HTTP on {listen}: the port is in use")
+        server = Server(app, **granian_options(settings, host, port))
+        task = asyncio.create_task(server.serve(), name="basra-http")
+        try:
+            await _until_listening(listen, probe, port, task)
+        except BaseException:
+            server.stop()  # type: ignore[no-untyped-call]
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            raise
+    finally:
+        held.close()
+    return HttpServer(port, app, server, task)
 
 
-def _listen(listen: str, backlog: int) -> socket.socket:
-    """A socket bound to ``listen`` (HOST:PORT, [IPv6]:PORT) and listening at once, so that
-    port 0 is known before hypercorn starts and connections made before it accepts wait in the
-    backlog instead of being refused."""
+def granian_options(settings: Settings, host: str, port: int) -> dict[str, Any]:
+    """granian's embedded server options for the HTTP port: the ASGI interface without
+    lifespan, HTTP/1.1 and cleartext HTTP/2 (prior knowledge or upgrade), with the service's
+    bounds on streams, headers and idle connections; its logs through ours."""
+    read_timeout_ms = math.ceil(settings.http_read_timeout_s * 1000)
+    return {
+        "address": host,
+        "port": port,
+        "interface": Interfaces.ASGINL,
+        "http": HTTPModes.auto,
+        "websockets": False,
+        # Connections not yet accepted wait in the kernel's whole backlog (capped there at
+        # net.core.somaxconn, as on the gRPC port): past a short one, a burst of connections
+        # (clients reconnecting at once) would be reset unserved. granian serves as many
+        # connections at once as the backlog holds (its backpressure); the next wait there.
+        "backlog": socket.SOMAXCONN,
+        "http1_settings": HTTP1Settings(header_read_timeout=read_timeout_ms),
+        "http2_settings": HTTP2Settings(
+            max_concurrent_streams=settings.http_max_concurrent_streams,
+            max_headers_size=MAX_HEADERS_BYTES,
+            # A connection from which nothing arrives for the read timeout is pinged, and
+            # closed unless the answer arrives within as long again.
+            keep_alive_interval=read_timeout_ms,
+            keep_alive_timeout=math.ceil(settings.http_read_timeout_s),
+        ),
+        # Never an access log (request lines hold query strings, which may hold secrets);
+        # granian's own records through the JSON formatter (``_relay_granian_logs``).
+        "log_access": False,
+        "log_enabled": True,
+        "log_level": LogLevels.warning,
+        "log_dictconfig": _relay_granian_logs(),
+    }
+
+
+MAX_HEADERS_BYTES: Final = 65536
+"""The largest header list of an HTTP/2 request (decoded): a request's own headers are a few
+hundred bytes, and granian's default of 16 MiB would let a flood of oversized header lists hold
+that much per stream before hyper refuses it."""
+
+
+class _Relay(logging.Handler):
+    """Hands granian's log records to ``basra.http.granian``, so that they go through the
+    service's JSON formatter (clipped, secrets redacted) like every other line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == _EXPERIMENTAL:
+            return  # logged at each start; docs/design.md says why the port takes that risk
+        if _GRANIAN_LOG.isEnabledFor(record.levelno):
+            _GRANIAN_LOG.handle(logging.makeLogRecord({**vars(record), "name": _GRANIAN_LOG.name}))
+
+
+_GRANIAN_LOG: Final = logging.getLogger("basra.http.granian")
+_EXPERIMENTAL: Final = "Embedded server is experimental!"
+_GRANIAN_LOGGERS: Final = ("_granian", "granian.access")
+"""granian's loggers: its server's (the Rust side's records included) and its access log's."""
+
+
+def _relay_granian_logs() -> dict[str, Any]:
+    """granian's logging configuration (applied by its server as it is built): granian's
+    loggers keep no handler of their own and print nothing; each hands its records to the
+    relay, added here once per process. Incremental, so that no other logger's handlers are
+    touched."""
+    for name in _GRANIAN_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(handler, _Relay) for handler in logger.handlers):
+            logger.addHandler(_Relay())
+    return {
+        "version": 1,
+        "incremental": True,
+        # In place of granian's own (stdout handlers with their formats): none.
+        "formatters": {},
+        "handlers": {},
+        "loggers": {name: {"propagate": False} for name in _GRANIAN_LOGGERS},
+    }
+
+
+def _address(listen: str) -> tuple[str, int]:
+    """HOST:PORT or [IPv6]:PORT as (host, port); an empty host is every IPv4 address."""
     host, _, port = listen.rpartition(":")
-    host = host.strip("[]")
+    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 (the operator's choice of address)
+    try:
+        return host, int(port)
+    except ValueError:
+        raise OSError(f"cannot listen for HTTP on {listen}: {port!r} is not a port") from None
+
+
+def _hold(listen: str, host: str, port: int) -> socket.socket:
+    """A socket bound to (host, port) as granian binds its own (SO_REUSEPORT), not listening."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
-            host or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
         sock = socket.socket(family, kind, proto)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise OSError(f"cannot listen for HTTP on {listen}: {exc}") from exc
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
-        sock.listen(backlog)
     except OSError as exc:
         sock.close()
         raise OSError(f"cannot listen for HTTP on {listen}: {exc.strerror}") from exc
-    sock.setblocking(False)
     return sock
+
+
+def _probe_host(host: str) -> str:
+    """Where this host reaches a server listening on ``host``."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # noqa: S104
+
+
+async def _accepts(host: str, port: int) -> bool:
+    """Whether a server accepts connections on (host, port)."""
+    try:
+        _, writer = await asyncio.open_connection(host, port)
+    except OSError:
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+_LISTEN_POLL_S: Final = 0.005
+
+
+async def _until_listening(listen: str, host: str, port: int, task: asyncio.Task[None]) -> None:
+    """Return once granian accepts connections on (host, port): its listener is bound in its
+    own threads, and its embedding API has no signal for it, so the port is tried until it
+    accepts, within ``STARTUP_S``; granian's task ending first is a failed start."""
+    try:
+        async with asyncio.timeout(STARTUP_S):
+            while not await _accepts(host, port):
+                if task.done():
+                    error = None if task.cancelled() else task.exception()
+                    raise OSError(f"cannot listen for HTTP on {listen}: granian stopped ({error})")
+                await asyncio.sleep(_LISTEN_POLL_S)
+    except TimeoutError:
+        raise OSError(
+            f"cannot listen for HTTP on {listen}: granian did not listen within {STARTUP_S:g} s"
+        ) from None

@@ -156,7 +156,7 @@ class RequestDeadline:
         port's application and the gRPC transport count theirs in the same)."""
         self.pending = pending if pending is not None else CallLimit(sys.maxsize)
         """The calls waiting for their request message, in all and per client address: a call
-        waiting costs what a served one does (the gRPC core's or hypercorn's stream, its task)
+        waiting costs what a served one does (the gRPC core's or hyper's stream, its task)
         while its client may hold it for the whole deadline at no cost of its own, so fewer
         may wait than may be served (``BASRA_MAX_PENDING_REQUESTS``)."""
         # Oldest first; the deadlines grow in that order (one timeout for all).

@@ -163,7 +163,7 @@ class BasraServer:
     metrics_port: int | None = None
     servicer: Servicer | None = None
     http: HttpServer | None = None
-    """The HTTP port (Connect, gRPC-Web, gRPC, /healthz, web table), unless disabled."""
+    """The HTTP port (Connect, gRPC-Web, /healthz, web table), unless disabled."""
     readiness: Readiness = field(default_factory=Readiness)
     tracing: Tracing | None = None
     """Traces (None: the OpenTelemetry environment names no endpoint)."""
