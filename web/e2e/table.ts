@@ -282,7 +282,9 @@ const MOTION_RECORDER = `
         for (const play of [node, ...node.querySelectorAll("#last-play")].filter((e) => e.id === "last-play")) {
           const captured = [...play.querySelectorAll(".mini[data-card]:not(.played)")].map((e) => e.dataset.card);
           const played = play.querySelector(".played")?.dataset.card ?? "";
-          batch.plays.push({ seat: Number(play.dataset.seat), captured, basra: play.classList.contains("basra"), key: play.dataset.seat + ":" + played });
+          // A play is its hand's, its seat's and its card's: the same seat may play the same card in another hand.
+          const hand = document.getElementById("app")?.dataset.hand ?? "";
+          batch.plays.push({ seat: Number(play.dataset.seat), captured, basra: play.classList.contains("basra"), key: hand + ":" + play.dataset.seat + ":" + played });
         }
         for (const moment of [node, ...node.querySelectorAll("#moment")].filter((e) => e.id === "moment")) {
           batch.moments.push({ kind: moment.dataset.kind, text: moment.textContent });

@@ -484,17 +484,18 @@ function draw(content: HTMLElement, view?: MatchView, moved = false, flight?: Fl
     const pile = app.querySelector(`.standing[data-seat="${flight.seat}"] .pile`) ?? app.querySelector(`.scores tr[data-side="${flight.side}"]`);
     if (pile) fly(leaving, pile, flight.seat);
   }
-  // State for tests and tools, on the root: the version shown, whose turn ("you", or another
-  // seat's), the seat to play, where the match stands, and whether this page only watches.
+  // State for tests and tools, on the root: the version and hand shown, whose turn ("you", or
+  // another seat's), the seat to play, where the match stands, and whether this page only watches.
   if (view) {
     const playing = view.status === MatchStatus.PLAYING && view.toPlay !== undefined;
     app.dataset["version"] = String(view.version);
+    app.dataset["hand"] = String(view.handNumber);
     app.dataset["turn"] = playing ? (!view.spectator && view.toPlay === view.seat ? "you" : "other") : "";
     app.dataset["toPlay"] = playing ? String(view.toPlay) : "";
     app.dataset["status"] = MatchStatus[view.status].toLowerCase().replace("_", "-");
     app.dataset["role"] = view.spectator ? "spectator" : "seat";
   } else {
-    for (const key of ["version", "turn", "toPlay", "status", "role"]) delete app.dataset[key];
+    for (const key of ["version", "hand", "turn", "toPlay", "status", "role"]) delete app.dataset[key];
   }
   if (focused) app.querySelector<HTMLElement>(`[data-focus="${focused}"]`)?.focus();
 }
