@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import struct
 import subprocess
 import threading
@@ -43,7 +42,7 @@ from tests.halfopen import (
     request_headers,
     rss_bytes,
 )
-from tests.support import embedded_serve, free_port, wait_until
+from tests.support import free_port, serve_process, wait_until
 
 POD_LIMIT: Final = 512 * 2**20
 """deploy/kustomize/base/deployment.yaml's memory limit."""
@@ -90,26 +89,13 @@ class Served:
 def serving(tmp_path: Path) -> Iterator[Served]:
     """A server process with the shipped limits, until the block ends."""
     port, http_port, metrics_port = free_port(), free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_")}
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen(
-        embedded_serve(
-            port,
-            *("--http-listen", f"127.0.0.1:{http_port}"),
-            *("--metrics-port", str(metrics_port), "--log-level", "ERROR"),
-        ),
-        stdout=log,
-        stderr=log,
-        env=env,
-    )
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            grpc.channel_ready_future(channel).result(timeout=60)
+    with serve_process(
+        tmp_path / "serve.log",
+        port,
+        *("--http-listen", f"127.0.0.1:{http_port}"),
+        *("--metrics-port", str(metrics_port), "--log-level", "ERROR"),
+    ) as process:
         yield Served(process, port, http_port, metrics_port)
-    finally:
-        process.kill()
-        process.wait()
-        log.close()
 
 
 # -- The attacks: each writes its frames on one connection, then holds it, reading nothing ----

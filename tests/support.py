@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import io
+import os
 import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -93,6 +95,23 @@ def basra_engine() -> str:
     command = shutil.which("basra-engine", path=str(Path(sys.executable).parent))
     assert command, "basra-engine is not installed beside this Python: make setup"
     return command
+
+
+@contextlib.contextmanager
+def serve_process(log_path: Path, port: int, *flags: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``embedded_serve(port, *flags)`` in a child process, with none of this environment's
+    ``BASRA_`` variables and its output in ``log_path``; yields once its gRPC port accepts
+    calls, and kills it as the block ends."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_")}
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(embedded_serve(port, *flags), stdout=log, stderr=log, env=env)
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                grpc.channel_ready_future(channel).result(timeout=60)
+            yield process
+        finally:
+            process.kill()
+            process.wait()
 
 
 def embedded_serve(port: int, *flags: str) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 import socket
 import struct
@@ -53,7 +52,7 @@ from tests.halfopen import (
 )
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import play_match
-from tests.support import ServerThread, embedded_serve, free_port, wait_until
+from tests.support import ServerThread, free_port, serve_process, wait_until
 
 CONNECTIONS, STREAMS, WAVES = 20, 100, 5
 CONNECT: Final = "application/proto"
@@ -74,25 +73,14 @@ MAX_GROWTH = 100 * 2**20
 def server_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
     """A server process (call limit 300, request deadline 1 s); its gRPC and HTTP ports."""
     port, http_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_")}
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen(
-        embedded_serve(
-            port,
-            *("--request-timeout-seconds", "1", "--max-concurrent-rpcs", "300"),
-            *("--http-listen", f"127.0.0.1:{http_port}"),
-        ),
-        stdout=log,
-        stderr=log,
-        env=env,
-    )
-    try:
+    with serve_process(
+        tmp_path / "serve.log",
+        port,
+        *("--request-timeout-seconds", "1", "--max-concurrent-rpcs", "300"),
+        *("--http-listen", f"127.0.0.1:{http_port}"),
+    ) as process:
         assert_serving(port)
         yield process, port, http_port
-    finally:
-        process.kill()
-        process.wait()
-        log.close()
 
 
 def assert_serving(port: int) -> None:
