@@ -31,7 +31,7 @@ from basra.service.errors import (
 )
 from basra.service.metrics import Metrics
 from basra.service.store import StoreFullError, StoreUnavailableError
-from basra.service.tracing import Tracing, protocol
+from basra.service.tracing import ServerCall, Tracing, protocol
 
 log = logging.getLogger("basra.rpc")
 _UNTRACED: Final = contextlib.nullcontext()
@@ -93,14 +93,10 @@ class Dispatcher:
         except Exception as exc:
             error = reject(exc)
             self._observe(method, request, start, error, caller)
-            if traced is not None:
-                traced.failed(error)
-                traced.end(ok=False)
+            _unfinished(traced, error)
             raise error from exc
         except BaseException:
-            if traced is not None:
-                traced.cancelled()
-                traced.end(ok=False)
+            _unfinished(traced, None)
             raise
         self._observe(method, request, start, None, caller)
         if traced is not None:
@@ -149,14 +145,10 @@ class Dispatcher:
                 self._metrics.observe_call(
                     method, match_id, time.perf_counter() - start, error, port
                 )
-            if traced is not None:
-                traced.failed(error)
-                traced.end(ok=False)
+            _unfinished(traced, error)
             raise error from exc
         except BaseException:
-            if traced is not None:
-                traced.cancelled()
-                traced.end(ok=False)
+            _unfinished(traced, None)
             raise
         else:
             with _within(setup):
@@ -176,6 +168,17 @@ class Dispatcher:
         match_id = getattr(request, "match_id", "")
         port = protocol(caller.metadata)[0]
         self._metrics.observe_call(method, match_id, time.perf_counter() - start, error, port)
+
+
+def _unfinished(traced: ServerCall | None, error: ServiceError | None) -> None:
+    """End the span of a call that did not finish: failed with ``error``, or cancelled (None)."""
+    if traced is None:
+        return
+    if error is None:
+        traced.cancelled()
+    else:
+        traced.failed(error)
+    traced.end(ok=False)
 
 
 def _within(setup: SpanContext | None) -> contextlib.AbstractContextManager[Any]:
