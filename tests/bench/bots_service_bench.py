@@ -18,14 +18,21 @@ import time
 import uuid
 from pathlib import Path
 
+import grpc
+
 from basra.client import AsyncClient, greedy_choice
 from basra.client.aio import AsyncMatch
+from basra.client.retry import CHANNEL_OPTIONS
 from basra.v1 import game_pb2
 from tests.bench.service_bench import process, serve_command
 from tests.support import RedisProcess, free_port
 
 MATCHES = 200
 SECONDS = 10.0
+CONNECTIONS = 4
+"""The client's connections, the matches shared out among them: each carries at most 50 calls
+at once, within the server's 100 concurrent streams per connection (one connection carrying
+all 200 has its streams past 100 refused, REFUSED_STREAM, as a loaded server sees them)."""
 BOT_LEVELS = {1: "greedy"}
 """The seats the service plays, and at which level (the person is seat 0)."""
 
@@ -54,17 +61,26 @@ async def _person(match: AsyncMatch, deadline: float, latencies: list[float]) ->
 
 
 async def _drive(target: str) -> tuple[int, float, list[float]]:
-    async with AsyncClient(target) as client:
+    # A connection of its own per client (gRPC shares one per target otherwise).
+    options = (*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1))
+    clients = [
+        AsyncClient(channel=grpc.aio.insecure_channel(target, options=options))
+        for _ in range(CONNECTIONS)
+    ]
+    try:
         matches = [
-            await client.create_match(
+            await clients[index % CONNECTIONS].create_match(
                 rules="eram", seats=2, bots=BOT_LEVELS, request_id=str(uuid.uuid4())
             )
-            for _ in range(MATCHES)
+            for index in range(MATCHES)
         ]
         latencies: list[float] = []
         started = time.perf_counter()
         moved = await asyncio.gather(*(_person(m, started + SECONDS, latencies) for m in matches))
         return sum(moved), time.perf_counter() - started, latencies
+    finally:
+        for client in clients:
+            await client.channel.close(None)
 
 
 def bots_service_figures() -> dict[str, float]:
