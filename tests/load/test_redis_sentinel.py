@@ -106,13 +106,16 @@ def test_sentinel_hosts_with_and_without_ports_and_every_unknown_option_named() 
 
 
 def test_the_master_gets_the_urls_db_and_the_options_and_the_sentinels_not_the_pool() -> None:
-    options = {"max_connections": 7, "socket_connect_timeout": 1.5}
+    options = {"max_connections": 7, "socket_connect_timeout": 1.5, "socket_timeout": None}
     master, sentinel = sentinel_master("redis+sentinel://s1:26380/basra-master/2", options)
     pool = master.connection_pool
     assert (pool.connection_kwargs["db"], pool.max_connections) == (2, 7)
     assert pool.connection_kwargs["socket_connect_timeout"] == 1.5
+    assert pool.connection_kwargs["socket_timeout"] is None  # the store's call deadline bounds it
     (client,) = sentinel.sentinels
     assert client.connection_pool.connection_kwargs["socket_connect_timeout"] == 1.5
+    # A sentinel that stops answering must not hold the master's discovery.
+    assert client.connection_pool.connection_kwargs["socket_timeout"] == 1.5
     assert client.connection_pool.max_connections != 7  # nothing connected: nothing to close
 
 

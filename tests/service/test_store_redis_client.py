@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -298,6 +299,33 @@ def test_a_redis_that_stops_answering_fails_the_call_at_its_deadline(redis_url: 
             proxy.replying.set()
             # The cut-off connection was closed; the next call gets its own reply.
             assert (await store.load(MATCH)) == new().record
+
+    asyncio.run(scenario())
+
+
+def test_a_store_call_runs_in_its_callers_task_alone(redis_url: str) -> None:
+    """The call's deadline is the store's own: redis-py, given a socket timeout, writes each
+    command under asyncio.wait_for, a task (and its timers) more per command, on every Play."""
+
+    async def scenario() -> None:
+        store = store_at(redis_url)
+        made: list[object] = []
+        loop = asyncio.get_running_loop()
+
+        def counting(
+            loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any
+        ) -> asyncio.Task[Any]:
+            made.append(getattr(coro, "__qualname__", coro))
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        try:
+            await store.create(new())  # connections open, scripts loaded
+            loop.set_task_factory(counting)
+            assert await store.load(MATCH) == new().record
+            assert made == []
+        finally:
+            loop.set_task_factory(None)
+            await store.close()
 
     asyncio.run(scenario())
 

@@ -282,10 +282,14 @@ class RedisStore:
         self._timeout_s = timeout_s
         self._watch_poll_s = watch_poll_s
         # The deadline of each call is the asyncio.timeout in _call, covering the wait for a
-        # connection, the write and the read together; redis-py's per-socket timeouts would add
-        # a task and two timers to every command.
+        # connection, the write and the read together. No socket timeout (redis-py's default is
+        # 5 s): with one, redis-py writes every command under asyncio.wait_for, a task and two
+        # timers more per command, and on a Cluster, on Python 3.11, that wait_for returns the
+        # write's result instead of raising a cancellation that lands as the write completes,
+        # so a call's deadline could be lost (a create in a moving slot then retried for ever).
         options: dict[str, Any] = {
             "socket_connect_timeout": timeout_s,
+            "socket_timeout": None,
             "decode_responses": False,
         }
         # The resending client: after a Redis restart every pooled connection is dead, and a
@@ -319,15 +323,10 @@ class RedisStore:
         self._watch_fixes: dict[str, int] = {}
         self._fixing: set[asyncio.Future[Any]] = set()  # fixes under way
         if cluster:
-            # No socket timeout (redis-py's default is 5 s): with one, redis-py writes every
-            # command under asyncio.wait_for, which on Python 3.11 returns the write's result
-            # instead of raising a cancellation that lands as the write completes, so a call's
-            # deadline could be lost (a create in a moving slot then retried for ever).
+
             def cluster_client(size: int, retries: dict[str, Any]) -> RedisCluster:
                 return fold_asking(
-                    RedisCluster.from_url(
-                        url, max_connections=size, socket_timeout=None, **options, **retries
-                    )
+                    RedisCluster.from_url(url, max_connections=size, **options, **retries)
                 )
 
             self._redis = cluster_client(resending_size, resending)
@@ -777,8 +776,11 @@ def sentinel_master(url: str, options: dict[str, Any]) -> tuple[Redis, Sentinel]
         ValueError: the URL is not a valid sentinel URL.
     """
     parsed = parse_sentinel_url(url)
-    # The sentinels get the timeouts and the URL's options (password, TLS), not the pool size.
+    # The sentinels get the URL's options (password, TLS), not the pool size, and a socket
+    # timeout (the connect timeout): a sentinel that stops answering must not hold the
+    # master's discovery, wherever it runs.
     sentinel_options = {k: v for k, v in options.items() if k != "max_connections"}
+    sentinel_options["socket_timeout"] = options.get("socket_connect_timeout")
     # redis-py's Sentinel is untyped; master_for returns a Redis client.
     sentinel = _Sentinel(  # type: ignore[no-untyped-call]
         list(parsed.sentinels),
