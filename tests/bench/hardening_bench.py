@@ -80,13 +80,13 @@ def hardening_figures(connections: int = 250, streams: int = 100) -> dict[str, f
             with process(serve_command(target, redis_process.url), target):
                 match_id, versions = asyncio.run(finished_match(target))
             client = redis_process.client()
-            used = sum(
-                int(client.memory_usage(key, samples=0) or 0)
-                for key in (keys.match_key(match_id), keys.events_key(match_id))
+            match_keys = (
+                keys.match_key(match_id),
+                keys.events_key(match_id),
+                keys.watch_key(match_id),
             )
-            ttl_s = min(
-                client.pttl(k) for k in (keys.match_key(match_id), keys.events_key(match_id))
-            )
+            used = sum(int(client.memory_usage(key, samples=0) or 0) for key in match_keys)
+            ttl_s = min(client.pttl(key) for key in match_keys)
             figures["finished_match_bytes"] = float(used)
             print(
                 f"finished match: {used:,} bytes in Redis ({versions} versions), expiring in "

@@ -321,9 +321,9 @@ def gets(client: redis.Redis) -> int:
 
 
 async def sample_match(target: str, client: redis.Redis) -> tuple[int, int, bytes, bytes]:
-    """Memory of one match played with request ids: (record bytes at play 20, mid-hand;
-    event stream bytes once hand 1 is complete), and at play 20 the Play response and the
-    stored record itself."""
+    """Memory of one match played with request ids: (record and watch access bytes at play 20,
+    mid-hand; event stream bytes once hand 1 is complete), and at play 20 the Play response and
+    the stored record itself."""
     (match,) = await create_matches(target, [424242])
     record_bytes, response, record = 0, b"", b""
     async with grpc.aio.insecure_channel(target) as channel:
@@ -341,7 +341,10 @@ async def sample_match(target: str, client: redis.Redis) -> tuple[int, int, byte
                 metadata=(("authorization", f"Bearer {match.tokens[step.seat]}"),),
             )
             if index == 20:
-                record_bytes = client.memory_usage(keys.match_key(match.match_id), samples=0) or 0
+                record_bytes = sum(
+                    client.memory_usage(key, samples=0) or 0
+                    for key in (keys.match_key(match.match_id), keys.watch_key(match.match_id))
+                )
                 response = reply.SerializeToString()
                 record = cast(bytes, client.get(keys.match_key(match.match_id)))
     stream_bytes = client.memory_usage(keys.events_key(match.match_id), samples=0) or 0
@@ -349,8 +352,8 @@ async def sample_match(target: str, client: redis.Redis) -> tuple[int, int, byte
 
 
 async def sample_partnership_match(target: str, client: redis.Redis) -> int:
-    """Redis bytes of a 4-seat partnership (egyptian) match record at play 20, every play with a
-    request id (so every seat's request record is full)."""
+    """Redis bytes of a 4-seat partnership (egyptian) match record and its empty watch access at
+    play 20, every play with a request id (so every seat's request record is full)."""
     async with grpc.aio.insecure_channel(target) as channel:
         stub = basra_service_pb2_grpc.BasraServiceStub(channel)
         created = await stub.CreateMatch(
@@ -375,7 +378,10 @@ async def sample_partnership_match(target: str, client: redis.Redis) -> int:
                 ),
                 metadata=(("authorization", f"Bearer {tokens[play.seat]}"),),
             )
-    return int(client.memory_usage(keys.match_key(created.match_id), samples=0) or 0)
+    return sum(
+        int(client.memory_usage(key, samples=0) or 0)
+        for key in (keys.match_key(created.match_id), keys.watch_key(created.match_id))
+    )
 
 
 def service_figures(
@@ -592,8 +598,8 @@ def _measure(
         f"replica's remembered record: {hit_rate:.3f}"
     )
     print(
-        f"  Redis memory per match: {record_bytes} bytes (state and request records, "
-        f"mid-hand); event stream {stream_bytes:,} bytes per hand (49 entries)"
+        f"  Redis memory per match: {record_bytes} bytes (state and request records, and the "
+        f"empty watch access, mid-hand); event stream {stream_bytes:,} bytes per hand (49 entries)"
     )
     print(f"  Redis memory per 4-seat partnership match: {four_seat_bytes} bytes (mid-hand)")
     print(

@@ -345,7 +345,9 @@ class HalfMoved:
     """A match of a served three-master cluster whose slot is half moved: the target
     IMPORTING, the source MIGRATING, the match's keys (record, events, watch access) already
     MIGRATEd. The server's client holds idle connections to the target, and no master knows
-    the store's scripts (so a commit meets NOSCRIPT on the target and loads them again)."""
+    the store's scripts (so a commit meets NOSCRIPT on the target and loads them again).
+    Unless ``watched``, no seat has asked for a watch token (the watch key is empty); with
+    ``earlier``, the match has no watch key at all, as one made by an earlier store."""
 
     def __init__(
         self,
@@ -353,6 +355,7 @@ class HalfMoved:
         seed: int,
         *,
         watched: bool = True,
+        earlier: bool = False,
         store_timeout_s: float = 2.0,
     ) -> None:
         self.cluster = cluster
@@ -369,12 +372,17 @@ class HalfMoved:
         self.client, _ = MatchClient.create(self.server.channel, seed=seed)
         self.rng = random.Random(seed)
         self.played = play_match(self.client, self.rng, stop=lambda v: v.version >= 3)
-        # Unless ``watched``, the match has no watch key: no seat asked for a watch token.
         self.watch_token = self.client.watch_token(0) if watched else ""
         self.version = self.client.view(0).version
         match_id = self.client.match_id
         self.keys = [keys.match_key(match_id), keys.events_key(match_id)]
-        if watched:
+        if earlier:
+            direct = RedisCluster.from_url(cluster.url)
+            try:
+                assert direct.delete(keys.watch_key(match_id)) == 1
+            finally:
+                direct.close()
+        else:
             self.keys.append(keys.watch_key(match_id))
         self.slot = key_slot(self.keys[0].encode())
         self.source = slot_owner(cluster, self.slot)
@@ -396,9 +404,13 @@ class HalfMoved:
         assert len(self.played.plays) == before + 1
 
     def finish(self) -> tuple[int, object]:
-        """End the move; the match as stored (version, state), checked against its stream and
-        the engine's replay of every play made."""
+        """End the move; the match as stored (version, state), checked (``check``)."""
         end_slot_move(self.cluster, self.slot, self.source, self.target)
+        return self.check()
+
+    def check(self) -> tuple[int, object]:
+        """The match as stored (version, state), checked against its stream and the engine's
+        replay of every play made."""
         direct = RedisCluster.from_url(self.cluster.url)
         try:
             as_redis = cast(redis.Redis, direct)
@@ -608,14 +620,15 @@ def test_a_create_in_a_slot_still_moving_at_its_deadline_is_unavailable_and_retr
 @pytest.mark.parametrize(
     ("rpc", "seed", "seat"), [("CreateWatchToken", 7, 0), ("RevokeWatchTokens", 8, 1)]
 )
-def test_the_first_watch_token_call_of_a_match_in_a_moving_slot_waits_for_the_move(
+def test_the_first_watch_token_call_of_a_match_with_no_watch_key_waits_for_the_move(
     cluster: RedisClusterProcess, rpc: str, seed: int, seat: int
 ) -> None:
-    """CreateWatchToken or RevokeWatchTokens of a match with no watch key yet, its slot half
-    moved: the swap script names the missing watch key, which the importing master refuses with
-    TRYAGAIN. The call waits for the move and succeeds once: the token works, and asked again
-    it is the same (after a revocation, the seat's new token is the one kept)."""
-    moved = HalfMoved(cluster, seed=seed, watched=False, store_timeout_s=30)
+    """CreateWatchToken or RevokeWatchTokens of a match with no watch key (made by an earlier
+    store, never played since), its slot half moved: the swap script names the missing watch
+    key, which the importing master refuses with TRYAGAIN. The call waits for the move and
+    succeeds once: the token works, and asked again it is the same (after a revocation, the
+    seat's new token is the one kept)."""
+    moved = HalfMoved(cluster, seed=seed, watched=False, earlier=True, store_timeout_s=30)
     ask = (
         moved.client.watch_token if rpc == "CreateWatchToken" else moved.client.revoke_watch_tokens
     )
@@ -638,8 +651,8 @@ def test_the_first_watch_token_call_of_a_match_in_a_moving_slot_waits_for_the_mo
 def test_the_watch_key_lives_as_long_as_the_match_on_a_cluster(
     cluster: RedisClusterProcess,
 ) -> None:
-    """The store contract's watch-key lifetime on a three-master cluster (the commit's PEXPIRE
-    of the watch key goes in one pipeline with its script, to the match's master), and its
+    """The store contract's watch-key lifetime on a three-master cluster (the create and commit
+    scripts name the watch key with the match's other keys, on the match's master), and its
     expiring health probe."""
     direct = RedisCluster.from_url(cluster.url)
 
@@ -650,21 +663,8 @@ def test_the_watch_key_lives_as_long_as_the_match_on_a_cluster(
         try:
             await watch_key_lives_as_long_as_the_match(store, direct)
             await probe_expires_within_a_minute(store, direct)
-            # A store closed while a lost commit's watch-key fix is under way (a Cluster sends
-            # it as a task of its own) waits for it: the key is left with the match's expiry.
-            mid = "C" * 22
-            await store.create(new(mid))
-            access = WatchAccess(b"s" * 16, (b"h" * 32, b""))
-            assert await store.swap_watch_access(mid, None, access, revoke=False)
-            assert await store.commit(mid, commit(1))
-            for key in (keys.match_key(mid), keys.events_key(mid)):
-                direct.pexpire(key, 5_000)
-            assert not await store.commit(mid, commit(1))
-            await asyncio.sleep(0)  # the fix is sent
-            assert store._fixing, "the fix is under way when the store closes"
         finally:
             await store.close()
-        assert expiry_lag(cluster, mid) == 0
 
     try:
         asyncio.run(scenario())
@@ -686,7 +686,7 @@ def test_a_play_on_a_half_moved_slot_refreshes_the_watch_key_too(
     cluster: RedisClusterProcess,
 ) -> None:
     """A play on a half-moved match gives its moved watch key the match's new expiry (the
-    PEXPIRE follows the script's ASK to the importing master)."""
+    script that names it follows ASK to the importing master)."""
     moved = HalfMoved(cluster, seed=9)
     try:
         moved.play_once()
@@ -696,18 +696,47 @@ def test_a_play_on_a_half_moved_slot_refreshes_the_watch_key_too(
         moved.close()
 
 
-def test_a_play_on_a_half_moved_match_without_a_watch_key_is_not_refused(
+def test_calls_on_a_half_moved_match_with_no_watch_token_yet_are_not_refused(
     cluster: RedisClusterProcess,
 ) -> None:
-    """The commit script names the record and the events only, both moved: the importing
-    master runs it at once (a missing watch key named by the script would have it answer
-    TRYAGAIN until the move ends), and the watch key's PEXPIRE finds no key, harmlessly."""
+    """A match no seat asked a watch token for still has its watch key (empty, made with the
+    match): the importing master holds every key the commit and the swap scripts name and runs
+    them at once, a play and then the first CreateWatchToken."""
     moved = HalfMoved(cluster, seed=10, watched=False)
     try:
         refused = refusals(moved.target)
         moved.play_once()
+        token = moved.client.watch_token(0)
         assert refusals(moved.target) == refused
         moved.finish()
+        assert moved.client.watch_token(0) == token
+    finally:
+        moved.close()
+
+
+def test_a_play_on_a_half_moved_match_with_no_watch_key_waits_for_the_move_and_makes_it(
+    cluster: RedisClusterProcess,
+) -> None:
+    """A match made by an earlier store has no watch key: while its slot is half moved the
+    importing master refuses the commit naming it (TRYAGAIN), the play waits for the move, is
+    applied once, and its commit makes the watch key, empty."""
+    moved = HalfMoved(cluster, seed=12, watched=False, earlier=True, store_timeout_s=30)
+    try:
+        refused = refusals(moved.target)
+        call = in_background(moved.play_once)
+        wait_until(
+            lambda: refusals(moved.target) > refused + TRIES or call.done(), what="TRYAGAINs"
+        )
+        assert not call.done(), call.exception()
+        end_slot_move(cluster, moved.slot, moved.source, moved.target)
+        call.result(30)
+        moved.check()
+        direct = RedisCluster.from_url(cluster.url)
+        try:
+            assert direct.get(keys.watch_key(moved.client.match_id)) == b""
+        finally:
+            direct.close()
+        assert 0 <= expiry_lag(cluster, moved.client.match_id) < 1_000
     finally:
         moved.close()
 

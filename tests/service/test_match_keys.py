@@ -102,7 +102,7 @@ def test_a_finished_match_expires_after_the_finished_ttl_not_the_idle_one(
     server = start_server(redis_url=redis_url, finished_ttl_s=120)
     store = redis.Redis.from_url(redis_url)
     client = new_match(server, seed=8)
-    client.watch_token(0)  # the match gets its watch key, which expires with it
+    client.watch_token(0)  # a seat's watch access: its key expires with the match too
     match_id = client.match_id
     match_keys = (keys.match_key(match_id), keys.events_key(match_id), keys.watch_key(match_id))
     play_match(client, random.Random(5), stop=lambda v: v.version >= 3)

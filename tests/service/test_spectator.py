@@ -238,7 +238,7 @@ def test_a_match_whose_record_has_no_watch_tokens_gets_them(server: ServerThread
     stored = direct.get(keys.match_key(client.match_id))
     assert isinstance(stored, bytes)
     assert decode_record(client.match_id, stored).watch_hashes == ()
-    assert direct.get(keys.watch_key(client.match_id)) is None
+    assert direct.get(keys.watch_key(client.match_id)) == b""  # made with the match, empty
     token = watch_token(client, 0)
     view = client.stub.GetMatch(
         pb.GetMatchRequest(match_id=client.match_id), metadata=bearer(token)

@@ -611,41 +611,34 @@ class Expiries(Protocol):
 
     def pexpiretime(self, key: str) -> Any: ...
 
-    def persist(self, name: str) -> Any: ...
+    def get(self, name: str) -> Any: ...
 
     def delete(self, *names: str) -> Any: ...
 
 
-async def until(condition: Callable[[], bool], what: str, timeout: float = 10) -> None:
-    """Wait on the running loop until ``condition()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-
-
 def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) -> Awaitable[None]:
-    """The watch key expires with the match's other keys: it takes the match's remaining
-    lifetime when made, every commit gives it the match's new idle or finished expiry (also a
-    commit made long after the last watch-token call), and a commit that lost its race leaves
-    it with the match's. ``store``'s idle TTL is 100 s, its finished TTL 60 s; the match's keys
-    are made to expire sooner (PEXPIRE) in place of waiting."""
+    """The watch key expires with the match's other keys, at the same instant: the create makes
+    it (empty: no watch token yet), the first watch-token call gives it the match's remaining
+    lifetime, every commit the match's new idle or finished expiry in the same script (also a
+    commit made long after the last watch-token call), and a commit that lost its race touches
+    none of them. A match whose create did not make it (an earlier store's) gets it from its
+    first commit. ``store``'s idle TTL is 100 s, its finished TTL 60 s; the match's keys are
+    made to expire sooner (PEXPIRE) in place of waiting."""
     mid = "W" * 22
     record, events, watch = keys.match_key(mid), keys.events_key(mid), keys.watch_key(mid)
     access = WatchAccess(b"s" * 16, (b"h" * 32, b""))
 
     def lag() -> int:
-        """How much later than the record the watch key expires, in ms: the commit's PEXPIRE of
-        the watch key runs right after its script."""
+        """How much later than the record the watch key expires, in ms: set by the same script
+        (or, by the watch-token call, to the record's own instant), within its run."""
         return int(direct.pexpiretime(watch)) - int(direct.pexpiretime(record))
 
     async def scenario() -> None:
-        # The watch-key fixes run unawaited: whatever goes wrong in them reaches only the loop.
-        unhandled: list[dict[str, Any]] = []
-        asyncio.get_running_loop().set_exception_handler(lambda _, e: unhandled.append(e))
         await store.create(new(mid))
-        for key in (record, events):
+        assert direct.get(watch) == b""
+        assert (await store.watch_access((mid,)))[mid] is None
+        assert 0 <= lag() < 1_000
+        for key in (record, events, watch):
             direct.pexpire(key, 5_000)  # the match idle for all but 5 s of its TTL
         assert await store.swap_watch_access(mid, None, access, revoke=False)
         assert 0 < direct.pttl(record) <= 5_000
@@ -659,39 +652,26 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         assert await store.commit(mid, commit(2))
         assert direct.pttl(record) > 99_000
         assert 0 <= lag() < 1_000
-        # A commit that lost its race (a stale version) and would have ended the match: the
-        # watch key keeps the match's expiry, not the finished one.
+        # A commit that lost its race (a stale version) and would have ended the match
+        # changes no expiry.
+        expiries = [int(direct.pexpiretime(key)) for key in (record, events, watch)]
         assert not await store.commit(mid, commit(1)._replace(finished=True))
-        assert direct.pttl(record) > 98_000
-        # Sent after the call (the caller did not commit again): the match's own expiry.
-        await until(lambda: lag() == 0, "the watch key given the match's expiry")
-        # A lost commit right before a won one: the won commit's expiry stands (the lost one's
-        # fix, not sent yet, is dropped). A read behind them on the store's connection is
-        # answered after whatever they sent.
-        for key in (record, events, watch):
-            direct.pexpire(key, 5_000)
-        assert not await store.commit(mid, commit(1))
-        assert await store.commit(mid, commit(3))
-        await store.load(mid)
-        assert direct.pttl(record) > 99_000
-        assert 0 <= lag() < 1_000
+        assert [int(direct.pexpiretime(key)) for key in (record, events, watch)] == expiries
         # The final play: the watch key expires with the record, after the finished TTL.
-        assert await store.commit(mid, commit(4)._replace(finished=True))
+        assert await store.commit(mid, commit(3)._replace(finished=True))
         assert 0 < direct.pttl(record) <= 60_000
         assert 0 <= lag() < 1_000
         assert (await store.watch_access((mid,)))[mid] == access
-        # A match an operator keeps (its keys persisted): a lost commit leaves its watch key
-        # without expiry too.
-        for key in (record, events):
-            direct.persist(key)
-        assert not await store.commit(mid, commit(1))
-        await until(lambda: direct.pttl(watch) == -1, "the watch key kept as the match is")
-        # Had the match gone a moment before its watch key, a commit would find it gone and
-        # remove the watch key instead of giving it a new lifetime.
-        direct.delete(record, events)
-        assert not await store.commit(mid, commit(5))
-        await until(lambda: direct.pttl(watch) == -2, "the watch key removed")
-        assert unhandled == []
+        # A match made before creates made its watch key: its first commit makes it, empty.
+        other = "V" * 22
+        await store.create(new(other))
+        direct.delete(keys.watch_key(other))
+        assert await store.commit(other, commit(1))
+        assert direct.get(keys.watch_key(other)) == b""
+        assert direct.pexpiretime(keys.watch_key(other)) == direct.pexpiretime(
+            keys.match_key(other)
+        )
+        assert (await store.watch_access((other,)))[other] is None
 
     return scenario()
 

@@ -199,9 +199,8 @@ class Settings:
     redis_pool_size: int = setting(
         64,
         "BASRA_REDIS_POOL_SIZE",
-        "most Redis connections for calls per process; commands are pipelined on them (a new "
-        "one opens only when each open one has 16 in flight; on a Cluster, calls beyond it "
-        "wait within the store deadline)",
+        "most Redis connections for calls per process (per node, on a Cluster): each call in "
+        "flight takes one for its round trip; calls beyond it wait within the store deadline",
     )
     match_ttl_s: int = setting(
         7 * 24 * 3600, "BASRA_MATCH_TTL_SECONDS", "seconds an idle match (no write) is kept"

@@ -31,10 +31,10 @@ def events_key(match_id: str) -> str:
 
 
 def watch_key(match_id: str) -> str:
-    """The string holding the match's watch access (service.store.codec): apart from the
-    record, so that a commit made from a record read before a revocation cannot undo it. Made
-    by the first watch-token call, it expires with the match's other keys (each commit sends
-    it the match's new expiry: see service.store.redis)."""
+    """The string holding the match's watch access (service.store.codec), empty until a seat
+    asks for a watch token: apart from the record, so that a commit made from a record read
+    before a revocation cannot undo it. Made with the match, it expires with the match's other
+    keys (each commit gives the three the match's new expiry: see service.store.redis)."""
     return f"{PREFIX}:{{{match_id}}}:watch"
 
 

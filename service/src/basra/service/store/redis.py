@@ -1,17 +1,15 @@
 """The Redis store: matches shared by every replica, Redis Cluster ready.
 
-A match is a string (``keys.match_key``, see ``service.store.codec``) and a capped stream
-(``keys.events_key``) under one hash tag, plus its watch access (``keys.watch_key``) once a seat
-asked for a watch token. Loading is one GET; every change is one Lua script that
-compares the version prefix, replaces the record, appends the event entry and restarts the
-expiry of both keys (the idle TTL, or the finished TTL for the change that ends the match), and
-publishes the new version on the match's shard channel (the wake-up of WatchMatch readers, see
-``service.store.redis_feed``), followed in the same pipeline by a PEXPIRE giving the watch key
-the same expiry (the script cannot name that key: see ``_COMMIT``). The watch key thus expires
-with the match: made, it takes the record's expiry. A replica that remembers a match's record
-(the servicer's RecordCache) plays from it and sends only that pipeline, whose script answers
-the current record when the match moved on: one round trip per play on a warm replica, two on a
-cold one.
+A match is a string (``keys.match_key``, see ``service.store.codec``), a capped stream
+(``keys.events_key``) and its watch access (``keys.watch_key``, empty until a seat asks for a
+watch token) under one hash tag, all three made by the script that creates the match. Loading
+is one GET; every change is one Lua script that compares the version prefix, replaces the
+record, appends the event entry, restarts the expiry of the three keys (the idle TTL, or the
+finished TTL for the change that ends the match) and publishes the new version on the match's
+shard channel (the wake-up of WatchMatch readers, see ``service.store.redis_feed``). The keys
+thus expire together. A replica that remembers a match's record (the servicer's RecordCache)
+plays from it and sends only that script, which answers the current record when the match
+moved on: one round trip per play on a warm replica, two on a cold one.
 
 Every command goes through redis-py's public asyncio clients (``redis.asyncio.Redis``, its
 Sentinel-managed master, or ``RedisCluster``), several commands of one call in one
@@ -85,36 +83,41 @@ RESENDS: Final = 2
 """Times a call on the allow-list whose connection was lost is sent again (within its
 deadline); also the times a call refused READONLY is."""
 
-# KEYS: match record, events stream. ARGV: ttl ms, maxlen, version, record, then the entry's
-# field/value pairs. Answers 1 when created, or when the match holds this very record (this
-# create ran already: its record carries the hashes of seat tokens drawn for it alone, so no
-# other create writes the same bytes); 0 when the id holds another match.
+# KEYS: match record, events stream, watch access. ARGV: ttl ms, maxlen, version, record, then
+# the entry's field/value pairs. Answers 1 when created, or when the match holds this very
+# record (this create ran already: its record carries the hashes of seat tokens drawn for it
+# alone, so no other create writes the same bytes); 0 when the id holds another match.
+# The watch access is made empty (no watch token yet): every key a commit names then exists,
+# which a Cluster master importing the match's slot needs to run the commit before the move
+# ends (a multi-key command naming a key it does not hold is refused TRYAGAIN).
 _CREATE: Final = """
 local current = redis.call('GET', KEYS[1])
 if current then return current == ARGV[4] and 1 or 0 end
 redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[3] .. '-0', unpack(ARGV, 5))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], '', 'PX', ARGV[1])
 return 1
 """
 
-# KEYS: match record, events stream. ARGV: ttl ms, maxlen, expected version (8-byte prefix),
-# new version, new record, wake channel, then the entry's field/value pairs. Answers 1 when
-# applied; else the current record (false when the match is gone: another change won the race,
-# and the caller decides again without a GET) and its PEXPIRETIME, for the watch key (see
-# RedisStore.commit_or_current).
-# The wake channel is no key (it shares the match's hash tag, so its slot), nor is the watch
-# key: a declared key that does not exist makes the master importing the match's slot answer
-# TRYAGAIN (a multi-key command with a missing key) to every commit until the slot has moved,
-# and most matches never have a watch key. The watch key's expiry is set by a PEXPIRE sent
-# right after this script, in the same pipeline.
+# KEYS: match record, events stream, watch access. ARGV: ttl ms, maxlen, expected version
+# (8-byte prefix), new version, new record, wake channel, then the entry's field/value pairs.
+# Answers 1 when applied; else the current record (false when the match is gone): another
+# change won the race, and the caller decides again without a GET. A change not applied
+# touches nothing, the watch access's expiry included.
+# The watch access of a match whose create did not make it (a match made by an earlier version
+# of the store) is made empty by its first commit. The wake channel is no key: it shares the
+# match's hash tag, so its slot.
 _COMMIT: Final = """
 if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[3] then
-  return {redis.call('GET', KEYS[1]), redis.call('PEXPIRETIME', KEYS[1])}
+  return redis.call('GET', KEYS[1])
 end
 redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], ARGV[4] .. '-0', unpack(ARGV, 7))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
+if redis.call('PEXPIRE', KEYS[3], ARGV[1]) == 0 then
+  redis.call('SET', KEYS[3], '', 'PX', ARGV[1])
+end
 redis.call('SPUBLISH', ARGV[6], ARGV[4])
 return 1
 """
@@ -200,11 +203,6 @@ RESENDABLE: Final[Mapping[str, str]] = {
     "MEMORY": "MEMORY USAGE, a read: it changes nothing",
     "SET": "only the health probe's (checked by key in resendable): one constant byte, a fixed"
     " relative expiry; twice leaves the key as once does",
-    "PEXPIRE": "the watch key's expiry set to the match's TTL, fixed before sending: twice is"
-    " once (the second restarts the same TTL a moment later)",
-    "PEXPIREAT": "the watch key's expiry set to an absolute instant: twice is once",
-    "PERSIST": "the watch key made persistent, as its match is: twice is once",
-    "DEL": "the watch key of a gone match deleted: deleting it twice deletes it once",
     # Not here: EVAL/EVALSHA of any script but those in RESENDABLE_SCRIPTS, and every command
     # the store does not send.
 }
@@ -318,10 +316,6 @@ class RedisStore:
         # WatchMatch streams hold no connection: each replica's one change feed (feed()) waits
         # for all of them, on a connection per Redis node of its own.
         self._feeds: list[RedisFeed] = []
-        # Watch keys a lost commit left with its expiry, by match: the match's PEXPIRETIME to
-        # give them, unless another commit of the match comes first (commit_or_current).
-        self._watch_fixes: dict[str, int] = {}
-        self._fixing: set[asyncio.Future[Any]] = set()  # fixes under way
         if cluster:
 
             def cluster_client(size: int, retries: dict[str, Any]) -> RedisCluster:
@@ -449,16 +443,11 @@ class RedisStore:
             raise asyncio.CancelledError
         return result
 
-    async def _script(
-        self, script: _Script, keys: list[str], args: list[Any], *then: Command
-    ) -> Any:
+    async def _script(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
         """Run a script by its SHA-1, sending its source only when Redis does not hold it
-        (after a restart, or SCRIPT FLUSH): one round trip, nearly always. ``then`` are
-        commands sent right behind it in the same pipeline; their replies are dropped."""
+        (after a restart, or SCRIPT FLUSH): one round trip, nearly always."""
         for run, body in (("EVALSHA", script.sha), ("EVAL", script.source)):
-            ran, *_ = await self._send(
-                (run, body, len(keys), *keys, *args), *then, raise_on_error=False
-            )
+            (ran,) = await self._send((run, body, len(keys), *keys, *args), raise_on_error=False)
             if isinstance(ran, redis_errors.NoScriptError):
                 continue  # nothing ran: EVAL runs it and keeps it for the next EVALSHA
             if isinstance(ran, redis_errors.OutOfMemoryError):
@@ -478,7 +467,8 @@ class RedisStore:
 
     async def create(self, new: NewMatch) -> bool:
         record = new.record
-        names = [keys.match_key(record.match_id), keys.events_key(record.match_id)]
+        match_id = record.match_id
+        names = [keys.match_key(match_id), keys.events_key(match_id), keys.watch_key(match_id)]
         args = [
             self._ttl_ms,
             self._maxlen,
@@ -495,9 +485,7 @@ class RedisStore:
     async def commit_or_current(
         self, match_id: str, commit: Commit
     ) -> tuple[bool, MatchRecord | None]:
-        # This commit's PEXPIRE of the watch key replaces a fix not sent yet (_fix_watch_keys).
-        self._watch_fixes.pop(match_id, None)
-        names = [keys.match_key(match_id), keys.events_key(match_id)]
+        names = [keys.match_key(match_id), keys.events_key(match_id), keys.watch_key(match_id)]
         ttl_ms = self._finished_ttl_ms if commit.finished else self._ttl_ms
         args = [
             ttl_ms,
@@ -506,46 +494,14 @@ class RedisStore:
             commit.record.version,
             encode_record(commit.record),
             # The wake channel is an argument, not a key: an importing Cluster node refuses a
-            # script naming a key it does not hold (see _COMMIT).
+            # script naming a key it does not hold (see _CREATE).
             keys.wake_channel(match_id),
             *_entry_fields(commit.entry),
         ]
-        # The watch key (when the match has one) gets the match's new expiry from a PEXPIRE
-        # right behind the script, in the same pipeline: no round trip of its own, and no key
-        # the script names that may not exist (see _COMMIT).
-        refresh = ("PEXPIRE", keys.watch_key(match_id), ttl_ms)
-        answer = await self._script(_COMMIT_SCRIPT, names, args, refresh)
+        answer = await self._script(_COMMIT_SCRIPT, names, args)
         if answer == 1:
             return True, None
-        current, expires_at = answer
-        # Not applied, so that PEXPIRE gave the watch key an expiry the match did not get.
-        # The caller nearly always commits again at once, from the record answered here, and
-        # that commit's own PEXPIRE sets it right; only if none follows before this task
-        # yields is the match's own expiry sent to the watch key (_fix_watch_keys), without
-        # the caller waiting: a lost race costs no round trip more.
-        if not self._watch_fixes:
-            asyncio.get_running_loop().call_soon(self._fix_watch_keys)
-        self._watch_fixes[match_id] = int(expires_at)
-        return False, decode_record(match_id, current) if current else None
-
-    def _fix_watch_keys(self) -> None:
-        """Give each watch key left with a lost commit's expiry its match's (see
-        commit_or_current): PEXPIREAT the match's PEXPIRETIME, or DEL when the match is gone.
-        Nobody waits for these; one that fails leaves the key to the match's next commit."""
-        fixes, self._watch_fixes = self._watch_fixes, {}
-        for match_id, expires_at in fixes.items():
-            key = keys.watch_key(match_id)
-            command: Command
-            if expires_at == -2:
-                command = ("DEL", key)
-            elif expires_at == -1:
-                command = ("PERSIST", key)
-            else:
-                command = ("PEXPIREAT", key, expires_at)
-            task = asyncio.ensure_future(self._send(command))
-            self._fixing.add(task)
-            task.add_done_callback(self._fixing.discard)
-            task.add_done_callback(_dropped)
+        return False, decode_record(match_id, answer) if answer else None
 
     async def events(self, match_id: str, after_version: int) -> EventPage:
         return (await self.events_many({match_id: after_version}))[match_id]
@@ -573,7 +529,8 @@ class RedisStore:
     async def watch_access(self, match_ids: Collection[str]) -> dict[str, WatchAccess | None]:
         found = await self._send(*(("GET", keys.watch_key(match_id)) for match_id in match_ids))
         return {
-            match_id: None if data is None else decode_watch_access(data)
+            # Empty: the match's create made it, and no seat has asked for a watch token.
+            match_id: decode_watch_access(data) if data else None
             for match_id, data in zip(match_ids, found, strict=True)
         }
 
@@ -650,11 +607,8 @@ class RedisStore:
         await self._send(("SET", keys.PROBE, b"1", "PX", 60_000))
 
     async def close(self) -> None:
-        self._watch_fixes.clear()  # none is sent after the close
         for feed in self._feeds:
             await feed.close()
-        if self._fixing:
-            await asyncio.wait(self._fixing, timeout=self._timeout_s)
         for client in (self._redis, self._once):
             if isinstance(client, RedisCluster):
                 await close_cluster(client)  # aclose alone can leave connections open
@@ -825,12 +779,6 @@ def _connection_failure(exc: BaseException) -> str:
     if verdict:
         return f"TLS certificate not trusted ({why.partition(' (_ssl')[0]}): check ssl_ca_certs"
     return text
-
-
-def _dropped(future: asyncio.Future[Any]) -> None:
-    """Read a reply nobody waits for, a failure included (so that none goes unretrieved)."""
-    if not future.cancelled():
-        future.exception()
 
 
 def _entry_fields(entry: EventEntry) -> list[bytes | str]:
