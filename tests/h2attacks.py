@@ -91,14 +91,16 @@ class MemoryKeptError(AssertionError):
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path) -> Iterator[Served]:
-    """A server process with the shipped limits, until the block ends."""
+def serving(tmp_path: Path, files: int | None = None) -> Iterator[Served]:
+    """A server process with the shipped limits, until the block ends (``files``: the most
+    file descriptors it may open, else this process's limit)."""
     port, http_port, metrics_port = free_port(), free_port(), free_port()
     with serve_process(
         tmp_path / "serve.log",
         port,
         *("--http-listen", f"127.0.0.1:{http_port}"),
         *("--metrics-port", str(metrics_port), "--log-level", "ERROR"),
+        files=files,
     ) as process:
         yield Served(process, port, http_port, metrics_port)
 
@@ -419,3 +421,4 @@ def withstand(served: Served, name: str, connections: int) -> int:
         return peak
     finally:
         honest.close()
+
