@@ -2,8 +2,10 @@
 real server process with the shipped limits, while an honest client on 127.0.0.1 plays: what
 ``tests.h2attacks.withstand`` asserts (honest calls answered within their deadline, /healthz
 ready, peak RSS under 90 % of the pod's memory limit and back down after, no call of the
-attack left running). ``make test`` runs each class on a few connections
-(``tests/service/test_http2_abuse.py``).
+attack left running); and the classes that hold the most memory in repeated waves against one
+process, each wave held as one attack is and the RSS after the last not materially above the
+RSS after the first (``tests.h2attacks.withstand_waves``). ``make test`` runs each on a few
+connections (``tests/service/test_http2_abuse.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ from typing import Final
 
 import pytest
 
-from tests.h2attacks import ATTACKS, MemoryKeptError, serving, withstand
+from tests.h2attacks import (
+    ATTACKS,
+    HOLDING_MOST,
+    MemoryKeptError,
+    serving,
+    withstand,
+    withstand_waves,
+)
 
 KEPT_BY_THE_ALLOCATORS: Final = pytest.mark.xfail(
     strict=False,
@@ -46,3 +55,12 @@ def test_an_http2_attack_at_scale_leaves_honest_clients_served(
 ) -> None:
     with serving(tmp_path) as served:
         withstand(served, name, connections)
+
+
+@pytest.mark.parametrize("connections", [250, 500])
+@pytest.mark.parametrize("name", HOLDING_MOST)
+def test_waves_of_an_http2_attack_at_scale_leave_no_memory_behind(
+    name: str, connections: int, tmp_path: Path
+) -> None:
+    with serving(tmp_path) as served:
+        withstand_waves(served, name, connections)
