@@ -201,6 +201,11 @@ async def idle(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str)
     await _preface(w)
 
 
+async def silent(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str) -> None:
+    """A connection that sends nothing at all (granian times none out: the HTTP port serves
+    ``connections_served_at_once`` of them, and a new connection past them waits)."""
+
+
 ATTACKS: Final[dict[str, Attack]] = {
     "rapid_reset": rapid_reset,
     "continuation_flood": continuation_flood,
@@ -209,6 +214,7 @@ ATTACKS: Final[dict[str, Attack]] = {
     "window_never_opens": window_never_opens,
     "half_open": half_open,
     "idle": idle,
+    "silent": silent,
 }
 
 
