@@ -98,13 +98,19 @@ def basra_engine() -> str:
 
 
 @contextlib.contextmanager
-def serve_process(log_path: Path, port: int, *flags: str) -> Iterator[subprocess.Popen[bytes]]:
+def serve_process(
+    log_path: Path, port: int, *flags: str, files: int | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """``embedded_serve(port, *flags)`` in a child process, with none of this environment's
-    ``BASRA_`` variables and its output in ``log_path``; yields once its gRPC port accepts
-    calls, and kills it as the block ends."""
+    ``BASRA_`` variables and its output in ``log_path`` (``files``: the most file descriptors
+    it may open, else this process's limit); yields once its gRPC port accepts calls, and kills
+    it as the block ends."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BASRA_")}
+    command = embedded_serve(port, *flags)
+    if files is not None:
+        command = ["prlimit", f"--nofile={files}:{files}", "--", *command]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(embedded_serve(port, *flags), stdout=log, stderr=log, env=env)
+        process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
         try:
             with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
                 grpc.channel_ready_future(channel).result(timeout=60)

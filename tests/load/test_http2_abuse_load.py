@@ -2,8 +2,10 @@
 real server process with the shipped limits, while an honest client on 127.0.0.1 plays: what
 ``tests.h2attacks.withstand`` asserts (honest calls answered within their deadline, /healthz
 ready, peak RSS under 90 % of the pod's memory limit and back down after, no call of the
-attack left running). ``make test`` runs each class on a few connections
-(``tests/service/test_http2_abuse.py``).
+attack left running); and the classes that hold the most memory in repeated waves against one
+process, each wave held as one attack is and the RSS after the last not materially above the
+RSS after the first (``tests.h2attacks.withstand_waves``). ``make test`` runs each on a few
+connections (``tests/service/test_http2_abuse.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,18 @@ from typing import Final
 
 import pytest
 
-from tests.h2attacks import ATTACKS, MemoryKeptError, serving, withstand
+from basra.service.http import connections_served_at_once
+from tests.h2attacks import (
+    ATTACKS,
+    HOLDING_MOST,
+    ROUNDS,
+    Honest,
+    MemoryKeptError,
+    attacking,
+    serving,
+    withstand,
+    withstand_waves,
+)
 
 KEPT_BY_THE_ALLOCATORS: Final = pytest.mark.xfail(
     strict=False,
@@ -25,8 +38,9 @@ KEPT_BY_THE_ALLOCATORS: Final = pytest.mark.xfail(
     ),
 )
 """The one case whose memory does not always come back within the bound once the attackers
-leave (docs/performance.md). Only that check may fail (``raises``): every other assertion of
-``withstand`` still fails the test."""
+leave (docs/performance.md), in one attack or in any of its waves. Only that check may fail
+(``raises``): every other assertion of ``withstand`` and ``withstand_waves`` still fails the
+test."""
 
 
 @pytest.mark.parametrize(
@@ -46,3 +60,42 @@ def test_an_http2_attack_at_scale_leaves_honest_clients_served(
 ) -> None:
     with serving(tmp_path) as served:
         withstand(served, name, connections)
+
+
+@pytest.mark.parametrize(
+    ("name", "connections"),
+    [
+        pytest.param(
+            name,
+            count,
+            marks=[KEPT_BY_THE_ALLOCATORS] if (name, count) == ("window_never_opens", 500) else [],
+        )
+        for count in (250, 500)
+        for name in HOLDING_MOST
+    ],
+)
+def test_waves_of_an_http2_attack_at_scale_leave_no_memory_behind(
+    name: str, connections: int, tmp_path: Path
+) -> None:
+    with serving(tmp_path) as served:
+        withstand_waves(served, name, connections)
+
+
+def test_connections_that_send_nothing_up_to_the_bound_leave_a_new_client_served(
+    tmp_path: Path,
+) -> None:
+    """One connection fewer than granian serves at once, each sending nothing, from 127.0.0.2:
+    an honest client connecting after them is accepted and served (every call within its
+    deadline, /healthz ready). One more silent connection would leave it waiting unaccepted
+    (``test_a_connection_that_sends_nothing_is_closed``, a strict xfail in ``make test``)."""
+    with (
+        serving(tmp_path) as served,
+        attacking(served.http_port, connections_served_at_once() - 1, ATTACKS["silent"]),
+    ):
+        honest = Honest(served)  # its connection is accepted after all of theirs
+        try:
+            for _ in range(ROUNDS):
+                honest.play()
+                assert honest.ready()
+        finally:
+            honest.close()

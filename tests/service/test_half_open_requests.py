@@ -32,6 +32,7 @@ from basra.service.limits import CallLimit, RequestDeadline, peer_host
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
 from basra.v1.basra_service_connect import BasraServiceClientSync
+from tests.h2attacks import ATTACKER, serving
 from tests.halfopen import (
     ACK,
     DATA,
@@ -638,10 +639,6 @@ async def read_until(
         return False
 
 
-ATTACKER: Final = "127.0.0.2"
-"""Another client address than the honest clients' 127.0.0.1 (all of 127/8 is this host)."""
-
-
 @pytest.mark.parametrize("port_kind", ["grpc", "http"])
 def test_one_address_holds_no_more_than_its_share_of_the_calls(
     start_server: Callable[..., ServerThread], port_kind: str
@@ -722,10 +719,12 @@ def test_an_idle_http2_connection_is_closed(start_server: Callable[..., ServerTh
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "granian's HTTP/1.1-or-HTTP/2 mode reads a connection's first bytes without hyper's "
-        "header timeout: a connection that sends nothing stays open until its client closes "
-        "it, holding one of the connections granian serves at once (its backlog, 4,096); "
-        "4,200 such connections from one address left an honest /healthz unanswered past 5 s"
+        "granian's HTTP/1.1-or-HTTP/2 mode (hyper-util's auto connection) reads a "
+        "connection's first bytes with no timeout, before hyper's HTTP/1.1 header timeout or "
+        "HTTP/2 keep-alive ping starts, and no granian option bounds that read: a connection "
+        "that sends nothing stays open until its client closes it, holding one of the "
+        "connections granian serves at once (4,096, or half the open-files limit if fewer); "
+        "with that many held, a new connection to the HTTP port waits unaccepted"
     ),
 )
 def test_a_connection_that_sends_nothing_is_closed(
@@ -738,6 +737,54 @@ def test_a_connection_that_sends_nothing_is_closed(
     host, port = server.http_address
     with socket.create_connection((host, port), timeout=5) as connection:
         assert connection.recv(1) == b""  # the server's close; a timeout raises
+
+
+FILES: Final = 1024
+"""The file descriptors a server process may open in the test of connections that send nothing
+(a low limit, as some container runtimes set)."""
+
+
+def test_connections_that_send_nothing_leave_the_grpc_port_served(tmp_path: Path) -> None:
+    """More connections that send nothing than the process may open files: granian serves at
+    most half the process's file descriptors at once, the others wait unaccepted in the
+    backlog, so the gRPC port still takes a new connection and answers on it (were they all
+    accepted, the process would have no descriptor left for it)."""
+    with serving(tmp_path, files=FILES) as served:
+        silent: list[socket.socket] = []
+
+        def waiting() -> int:
+            # ss shows a listening socket's connections not yet accepted as its Recv-Q.
+            listing = subprocess.run(
+                ["ss", "-Htln", f"sport = :{served.http_port}"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            return int(listing[1])
+
+        try:
+            for _ in range(FILES + 100):
+                silent.append(
+                    socket.create_connection(
+                        ("127.0.0.1", served.http_port), timeout=10, source_address=(ATTACKER, 0)
+                    )
+                )
+            served_at_once = FILES // 2
+            wait_until(
+                lambda: waiting() == len(silent) - served_at_once,
+                30,
+                f"{served_at_once} connections accepted, the others waiting",
+            )
+            options = [("grpc.use_local_subchannel_pool", 1)]  # a connection of its own
+            with grpc.insecure_channel(f"127.0.0.1:{served.port}", options=options) as channel:
+                deal = pb_grpc.BasraServiceStub(channel).Deal(
+                    pb.DealRequest(request_id=str(uuid.uuid4())), timeout=5
+                )
+            assert deal.match_id
+            assert waiting() == len(silent) - served_at_once
+        finally:
+            for connection in silent:
+                connection.close()
 
 
 def test_an_http1_connection_idle_between_requests_is_closed(

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import math
 import mimetypes
+import resource
 import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -713,9 +714,10 @@ def granian_options(settings: Settings, host: str, port: int) -> dict[str, Any]:
         "websockets": False,
         # Connections not yet accepted wait in the kernel's whole backlog (capped there at
         # net.core.somaxconn, as on the gRPC port): past a short one, a burst of connections
-        # (clients reconnecting at once) would be reset unserved. granian serves as many
-        # connections at once as the backlog holds (its backpressure); the next wait there.
+        # (clients reconnecting at once) would be reset unserved.
         "backlog": socket.SOMAXCONN,
+        # granian serves at most this many connections at once; the next wait in the backlog.
+        "backpressure": connections_served_at_once(),
         "http1_settings": HTTP1Settings(header_read_timeout=read_timeout_ms),
         "http2_settings": HTTP2Settings(
             max_concurrent_streams=settings.http_max_concurrent_streams,
@@ -732,6 +734,18 @@ def granian_options(settings: Settings, host: str, port: int) -> dict[str, Any]:
         "log_level": LogLevels.warning,
         "log_dictconfig": _relay_granian_logs(),
     }
+
+
+def connections_served_at_once() -> int:
+    """How many connections granian serves at once: as many as the kernel's backlog holds
+    (``socket.SOMAXCONN``), but never more than half the file descriptors the process may
+    open. A connection that sends nothing is never timed out in granian's HTTP/1.1-or-HTTP/2
+    mode (docs/design.md, "The HTTP port"), so such connections can fill this bound; past the
+    process's descriptor limit they would leave none for the gRPC port, the store or files."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return socket.SOMAXCONN
+    return max(1, min(socket.SOMAXCONN, soft // 2))
 
 
 MAX_HEADERS_BYTES: Final = 65536
