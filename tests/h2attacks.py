@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Final
 
 import grpc
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 from pyqwest import HTTPVersion, SyncClient, SyncHTTPTransport
 
 from basra.v1 import basra_service_pb2 as pb
@@ -388,6 +390,27 @@ KEPT: Final = 64 * 2**20
 allocators keep for reuse."""
 
 
+class HonestCallLateError(AssertionError):
+    """An honest call was not answered within ``HONEST_DEADLINE_S`` (its deadline, or its
+    client's timeout, passed first)."""
+
+
+@contextlib.contextmanager
+def on_time(what: str) -> Iterator[None]:
+    """The honest calls of the block: one answered late raises HonestCallLateError (any other
+    failure, a refusal included, raises as it is)."""
+    try:
+        yield
+    except (ConnectError, grpc.RpcError, TimeoutError) as exc:
+        if isinstance(exc, ConnectError) and exc.code != Code.DEADLINE_EXCEEDED:
+            raise
+        if isinstance(exc, grpc.RpcError) and exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise
+        raise HonestCallLateError(
+            f"an honest call {what} was not answered within {HONEST_DEADLINE_S:g} s"
+        ) from exc
+
+
 def withstand(served: Served, name: str, connections: int) -> int:
     """Attack ``served`` with ``name`` on ``connections`` connections while an honest client
     plays; assert what every abuse class must leave true, and return the peak RSS:
@@ -407,15 +430,19 @@ def withstand(served: Served, name: str, connections: int) -> int:
             with attacking(served.http_port, connections, ATTACKS[name]) as attackers:
                 rounds = 0
                 while rounds < ROUNDS or (attackers.sending and rounds < MOST_ROUNDS):
-                    honest.play()
-                    assert honest.ready(), "/healthz said not ready during the attack"
+                    with on_time(f"during {name} on {connections} connections"):
+                        honest.play()
+                        ready = honest.ready()
+                    assert ready, "/healthz said not ready during the attack"
                     rounds += 1
         finally:
             peak = sampler.stop()
         assert peak < PEAK_LIMIT, f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit"
         wait_until(lambda: served.calls_in_flight == 0, 30, "the attack's calls to end")
-        honest.play()
-        assert honest.ready()
+        with on_time(f"after {name} on {connections} connections"):
+            honest.play()
+            ready = honest.ready()
+        assert ready
         try:
             wait_until(
                 lambda: served.rss <= base + KEPT,
