@@ -35,7 +35,7 @@ from typing import Any
 import grpc
 import redis
 
-from basra.service.config import from_args
+from basra.service.config import Settings, from_args
 from basra.service.limits import RequestDeadline
 from basra.service.server import grpc_options
 from basra.v1 import basra_service_pb2 as pb
@@ -154,10 +154,15 @@ def watch_figures(
         redis_process.start()
         target = f"127.0.0.1:{free_port()}"
         metrics_port = free_port()
+        # Every stream comes from this one client address: the per-address share of the call
+        # limit is raised to the whole limit, which production's many addresses never reach.
         command = serve_command(
             target,
             redis_process.url,
-            ["--metrics-port", str(metrics_port), "--drain-seconds", "1"],
+            [
+                *("--metrics-port", str(metrics_port), "--drain-seconds", "1"),
+                *("--max-calls-per-peer", str(Settings().max_concurrent_rpcs)),
+            ],
         )
         direct = redis_process.client()
         try:

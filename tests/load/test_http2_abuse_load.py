@@ -10,6 +10,7 @@ connections (``tests/service/test_http2_abuse.py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
@@ -88,14 +89,17 @@ def marks(name: str, connections: int) -> list[pytest.MarkDecorator]:
     return []
 
 
-@pytest.mark.parametrize(
-    ("name", "connections"),
-    [
+def at_scale(names: Iterable[str]) -> pytest.MarkDecorator:
+    """Each of ``names`` at 250 and 500 connections, with its known failures (``marks``)."""
+    cases = [
         pytest.param(name, count, marks=marks(name, count))
         for count in (250, 500)
-        for name in ATTACKS
-    ],
-)
+        for name in names
+    ]
+    return pytest.mark.parametrize(("name", "connections"), cases)
+
+
+@at_scale(ATTACKS)
 def test_an_http2_attack_at_scale_leaves_honest_clients_served(
     name: str, connections: int, tmp_path: Path
 ) -> None:
@@ -103,14 +107,7 @@ def test_an_http2_attack_at_scale_leaves_honest_clients_served(
         withstand(served, name, connections)
 
 
-@pytest.mark.parametrize(
-    ("name", "connections"),
-    [
-        pytest.param(name, count, marks=marks(name, count))
-        for count in (250, 500)
-        for name in HOLDING_MOST
-    ],
-)
+@at_scale(HOLDING_MOST)
 def test_waves_of_an_http2_attack_at_scale_leave_no_memory_behind(
     name: str, connections: int, tmp_path: Path
 ) -> None:
