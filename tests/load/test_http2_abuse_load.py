@@ -3,9 +3,9 @@ real server process with the shipped limits, while an honest client on 127.0.0.1
 ``tests.h2attacks.withstand`` asserts (honest calls answered within their deadline, /healthz
 ready, peak RSS under 90 % of the pod's memory limit and back down after, no call of the
 attack left running); and the classes that hold the most memory in repeated waves against one
-process, each wave held as one attack is and the RSS after the last not materially above the
-RSS after the first (``tests.h2attacks.withstand_waves``). ``make test`` runs each on a few
-connections (``tests/service/test_http2_abuse.py``).
+process, each wave held as one attack is and the RSS back, soon after the last, to within a few
+MiB of where the first left it (``tests.h2attacks.withstand_waves``). ``make test`` runs each on
+a few connections (``tests/service/test_http2_abuse.py``).
 """
 
 from __future__ import annotations
