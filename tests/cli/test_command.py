@@ -58,6 +58,19 @@ def test_every_help_shows_the_defaults(subcommand: str, defaults: list[str]) -> 
         assert default in text
 
 
+def test_demo_help_says_the_servers_bots_keep_the_servers_pace() -> None:
+    # --pace paces the demo's own bots only: the server waits before each of its bots' moves
+    # (`serve --bot-pace-seconds`), so a --levels demo takes that long whatever --pace says.
+    result = command("demo", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "--bot-pace-seconds" in text
+    assert "pause between two plays of the demo's own bots (default: 0, no pause)" in text
+    assert "the server's bots (--levels) keep the server's pace, which --pace does not change" in (
+        text
+    )
+
+
 def test_ctrl_c_stops_a_paced_demo_at_once_and_cleanly() -> None:
     server = ServerThread(Settings(allow_seeds=True, metrics_port=None))
     try:

@@ -137,7 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="watch two bots play a match through the RPCs",
-        description="Two bots (greedy, random) play a whole match through basra.client.",
+        description="Two bots play a whole match through basra.client, every play printed: the "
+        "demo's own (greedy and random in turn), pausing --pace seconds between two plays, or "
+        "with --levels the server's bots, which keep the server's pace: it waits before each of "
+        "their moves (`basra-engine serve --bot-pace-seconds`; 0 plays at once).",
         formatter_class=_Help,
     )
     _client_flags(demo, "localhost:50051")
@@ -146,15 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LEVEL,LEVEL",
         type=_levels,
         help="the server's bots play every seat, at these levels in turn (random, greedy, "
-        "strong; e.g. strong,greedy), and the demo watches (default: the demo plays greedy and "
-        "random itself)",
+        "strong; e.g. strong,greedy), at the server's pace, and the demo watches (default: the "
+        "demo plays greedy and random itself)",
     )
     demo.add_argument(
         "--pace",
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="pause between two plays (default: 0, no pause)",
+        help="pause between two plays of the demo's own bots (default: 0, no pause); the "
+        "server's bots (--levels) keep the server's pace, which --pace does not change",
     )
 
     play = commands.add_parser(
