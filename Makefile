@@ -100,10 +100,14 @@ setup: $(STAMP) $(ENGINE) ## set up .venv (package, stubs, test and lint tools) 
 # Development only: the embedded store (asked for by name: production refuses to start without
 # a Redis URL) and no drain, so Ctrl-C returns at once. RUN_HOST is the address both ports bind:
 # `make run RUN_HOST=0.0.0.0` lets other machines of the network in (README, "Friends on the same
-# network"); the metrics port stays on localhost.
+# network"); the metrics port stays on localhost. The RUN_*_PORT variables move the three ports
+# (`make run RUN_HTTP_PORT=8081`), so that a second server runs beside the first.
 RUN_HOST ?= localhost
+RUN_GRPC_PORT ?= 50051
+RUN_HTTP_PORT ?= 8080
+RUN_METRICS_PORT ?= 9090
 run: $(RUNTIME) $(ENGINE) ## set up and serve gRPC on localhost:50051, HTTP on localhost:8080 (embedded store; RUN_HOST=0.0.0.0 for the network)
-	$(BIN)/basra-engine serve --listen $(RUN_HOST):50051 --http-listen $(RUN_HOST):8080 --metrics-host localhost --store embedded --drain-seconds 0
+	$(BIN)/basra-engine serve --listen $(RUN_HOST):$(RUN_GRPC_PORT) --http-listen $(RUN_HOST):$(RUN_HTTP_PORT) --metrics-host localhost --metrics-port $(RUN_METRICS_PORT) --store embedded --drain-seconds 0
 
 # import-linter keeps the components' boundaries and vulture finds dead code (both configured
 # in pyproject.toml).

@@ -139,15 +139,23 @@ def listening_addresses(port: int) -> set[str]:
 class Running:
     """A serve process with its stderr in a file (never a pipe that could fill)."""
 
-    def __init__(self, command: list[str], log: Path, cwd: Path | None = None) -> None:
+    def __init__(
+        self, command: list[str], log: Path, cwd: Path | None = None, new_session: bool = False
+    ) -> None:
         self.log = log
         with log.open("wb") as output:
             self.process = subprocess.Popen(
-                command, stdout=output, stderr=output, env=CLEAN_ENV, cwd=cwd
+                command,
+                stdout=output,
+                stderr=output,
+                env=CLEAN_ENV,
+                cwd=cwd,
+                start_new_session=new_session,
             )
 
-    def wait_serving(self, port: int) -> None:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    def wait_serving(self, port: int, host: str = "127.0.0.1") -> None:
+        where = f"[{host}]" if ":" in host else host
+        with grpc.insecure_channel(f"{where}:{port}") as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             deadline = time.monotonic() + 60
             while True:
@@ -215,22 +223,96 @@ def test_metrics_bind_the_listen_host_unless_told_otherwise(tmp_path: Path) -> N
         running.close()
 
 
-def make_run_command(port: int) -> list[str]:
-    """The command of the Makefile's ``run`` target, on ``port`` instead of 50051."""
+def make_run_variables() -> dict[str, str]:
+    """The Makefile's ``RUN_*`` variables with their defaults (``RUN_HOST ?= localhost``)."""
+    makefile = (ROOT / "Makefile").read_text()
+    return dict(re.findall(r"^(RUN_[A-Z_]+) \?= (\S+)$", makefile, re.MULTILINE))
+
+
+def make_run_command(**variables: str) -> list[str]:
+    """The command of the Makefile's ``run`` target as make expands it, its ``RUN_*`` variables
+    given as on make's command line (the three ports free ones unless given)."""
     makefile = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE)
     assert recipe, "the Makefile has no run target"
-    words = shlex.split(recipe.group(1).replace("$(BIN)/", ""))
+    given = make_run_variables()
+    assert {"RUN_HOST", "RUN_GRPC_PORT", "RUN_HTTP_PORT", "RUN_METRICS_PORT"} <= given.keys()
+    given |= {name: str(free_port()) for name in given if name.endswith("_PORT")} | variables
+    line = recipe.group(1).replace("$(BIN)/", "")
+    for name, value in given.items():
+        line = line.replace(f"$({name})", value)
+    words = shlex.split(line)
     assert words[:2] == ["basra-engine", "serve"]
-    words[words.index("--listen") + 1] = f"127.0.0.1:{port}"
-    if "--http-listen" in words:  # its own free port: 8080 may be taken on this machine
-        words[words.index("--http-listen") + 1] = f"127.0.0.1:{free_port()}"
-    return [COMMAND, *words[1:], "--metrics-port", "off"]
+    assert "$(" not in line, line
+    return [COMMAND, *words[1:]]
+
+
+def address(command: list[str], flag: str) -> tuple[str, int]:
+    """The (host, port) a serve command's ``flag`` names, host names kept."""
+    host, _, port = command[command.index(flag) + 1].rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "0.0.0.0", "[::1]"])
+def test_make_run_serves_both_ports_on_the_host_it_is_given(tmp_path: Path, host: str) -> None:
+    """``make run``'s own command with its host name (``localhost``, as the README shows it)
+    or an IP literal: the gRPC port answers its health service and the HTTP port /healthz and
+    the web table, each at the address the command names."""
+    if host == "[::1]" and not socket.has_ipv6:
+        pytest.fail("this machine has no IPv6: the test needs the IPv6 loopback")
+    command = make_run_command(RUN_HOST=host)
+    grpc_host, grpc_port = address(command, "--listen")
+    http_host, http_port = address(command, "--http-listen")
+    reach = {"0.0.0.0": "127.0.0.1"}
+    running = Running(command, tmp_path / "run.log")
+    try:
+        running.wait_serving(grpc_port, reach.get(grpc_host, grpc_host))
+        where = reach.get(http_host, http_host)
+        url = f"http://{'[' + where + ']' if ':' in where else where}:{http_port}"
+        with urllib.request.urlopen(f"{url}/healthz", timeout=10) as page:
+            assert page.status == 200
+        with urllib.request.urlopen(f"{url}/", timeout=10) as page:
+            assert b"<html" in page.read().lower()
+    finally:
+        running.close()
+
+
+def test_a_host_that_does_not_resolve_is_one_line_saying_what_would_work() -> None:
+    for flag in ("--listen", "--http-listen"):
+        other = "--http-listen" if flag == "--listen" else "--listen"
+        result = serve(
+            "--store",
+            "embedded",
+            "--metrics-port",
+            "off",
+            other,
+            f"127.0.0.1:{free_port()}",
+            flag,
+            "no-such-host.invalid:8080",
+        )
+        assert result.returncode == 1
+        line = one_line_error(result)
+        assert f"cannot listen on no-such-host.invalid:8080 ({flag}): " in line, line
+        assert "localhost:8080" in line, line
+        assert "[::]:8080" in line, line
+
+
+@pytest.mark.parametrize("listen", ["localhost", "localhost:99999", "::1:8080", "[::1:8080"])
+def test_a_listen_address_that_does_not_parse_is_refused_saying_what_would_work(
+    listen: str,
+) -> None:
+    for flag in ("--listen", "--http-listen"):
+        result = serve("--store", "embedded", flag, listen)
+        assert result.returncode == 2
+        assert "Traceback" not in result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"basra-engine serve: error: argument {flag}: "), last
+        assert "give HOST:PORT" in last, last
 
 
 def test_make_run_serves_the_embedded_store_and_stops_at_once_on_ctrl_c(tmp_path: Path) -> None:
-    port = free_port()
-    command = make_run_command(port)
+    command = make_run_command()
+    _, port = address(command, "--listen")
     assert "--store" in command
     assert command[command.index("--store") + 1] == "embedded"
     running = Running(command, tmp_path / "run.log")

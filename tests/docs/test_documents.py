@@ -136,25 +136,30 @@ def test_the_readme_oracle_commands_answer() -> None:
 
 
 def test_the_readme_serve_command_serves_and_its_curl_call_answers(tmp_path: Path) -> None:
-    """The README's serve command with other ports, on free loopback ports, then its Connect
-    call with curl against that server's HTTP port."""
+    """The README's serve command with other ports, as written but for the port numbers (free
+    ones: the README's may be taken here), then its Connect call with curl against that
+    server's HTTP port, at the host names the README gives."""
     curl = shutil.which("curl")
     assert curl, "curl is needed"
     serves = [w for w in commands(README) if w[0] == "serve" and "--store" in w]
     local = [w for w in serves if "0.0.0.0" not in " ".join(w)]
     assert local, "the README shows a serve command on local ports"
     words = list(local[0])
-    grpc_port, http_port = free_port(), free_port()
-    words[words.index("--listen") + 1] = f"127.0.0.1:{grpc_port}"
-    words[words.index("--http-listen") + 1] = f"127.0.0.1:{http_port}"
-    words[words.index("--metrics-port") + 1] = "off"
+    ports = {}
+    for flag in ("--listen", "--http-listen", "--metrics-port"):
+        given = words[words.index(flag) + 1]
+        host, _, port = given.rpartition(":")
+        ports[port] = str(free_port())
+        words[words.index(flag) + 1] = f"{host}:{ports[port]}" if host else ports[port]
+    grpc_host, _, grpc_port = words[words.index("--listen") + 1].rpartition(":")
+    http_address = words[words.index("--http-listen") + 1]
     block = re.search(r"<!-- connect-curl:[^>]*-->\s*```sh\n(.*?)```", text(README), re.S)
     assert block, "README.md: no curl block after the connect-curl marker"
-    call = block.group(1).replace("localhost:8080", f"127.0.0.1:{http_port}")
-    assert f"127.0.0.1:{http_port}" in call
+    call = block.group(1).replace("localhost:8080", http_address)
+    assert http_address in call
     running = Running([basra_engine(), *words], tmp_path / "serve.log")
     try:
-        running.wait_serving(grpc_port)
+        running.wait_serving(int(grpc_port), grpc_host)
         answered = subprocess.run(
             ["sh", "-c", call], capture_output=True, text=True, check=True, timeout=60
         )

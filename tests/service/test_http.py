@@ -604,7 +604,7 @@ def test_an_http_server_that_stops_by_itself_turns_liveness_off(
     assert liveness() == health_pb2.HealthCheckResponse.SERVING
     http = server.server.http
     assert http is not None
-    server.loop.call_soon_threadsafe(http.task.cancel)  # granian ending unasked
+    server.loop.call_soon_threadsafe(http.listeners[0].task.cancel)  # granian ending unasked
     wait_until(lambda: liveness() == health_pb2.HealthCheckResponse.NOT_SERVING)
     # Readiness says so on both ports: the gRPC health service and /healthz.
     request = health_pb2.HealthCheckRequest(service="")

@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import re
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, Final
@@ -133,8 +134,54 @@ def _redis_url(text: str) -> str:
     return text
 
 
+LISTEN_FORMS: Final = (
+    "give HOST:PORT with a host name of this machine (localhost:8080), an IPv4 address "
+    "(127.0.0.1:8080, 0.0.0.0:8080) or an IPv6 address in brackets ([::1]:8080, [::]:8080)"
+)
+"""What a listen address may be: the end of every error about one."""
+
+
+def split_listen(text: str) -> tuple[str, int]:
+    """HOST:PORT or [IPv6]:PORT as (host, port); an empty host is every IPv4 address.
+
+    Raises:
+        ValueError: no port, a port out of range, or an IPv6 address without brackets.
+    """
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"{text!r} has no port from 0 to 65535: {LISTEN_FORMS}")
+    if host.startswith("["):
+        if not host.endswith("]"):
+            raise ValueError(f"{text!r} opens a bracket it does not close: {LISTEN_FORMS}")
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{text!r} needs its IPv6 address in brackets: {LISTEN_FORMS}")
+    return host or "0.0.0.0", int(port)  # noqa: S104 (the operator's choice of address)
+
+
+def resolve_listen(text: str) -> list[str]:
+    """The addresses (IP literals) a listen address binds: every one its host resolves to, in
+    the resolver's order and each once, as the gRPC port binds them (``localhost``: the IPv4
+    and IPv6 loopback, where the host has both).
+
+    Raises:
+        OSError: the host resolves to no address, in one line that says what would work.
+    """
+    host, port = split_listen(text)
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        raise OSError(f"{host!r} is not an address of this machine: {LISTEN_FORMS}") from None
+    return list(dict.fromkeys(str(address[4][0]) for address in found))
+
+
+def _listen(text: str) -> str:
+    split_listen(text)
+    return text
+
+
 def _listen_or_off(text: str) -> str | None:
-    return None if text.lower() == "off" else text
+    return None if text.lower() == "off" else _listen(text)
 
 
 def _origins(text: str) -> tuple[str, ...]:
@@ -176,7 +223,11 @@ class Settings:
     (built in code, no ``redis_url`` means the embedded store)."""
 
     listen: str = setting(
-        "[::]:50051", "BASRA_LISTEN", "gRPC listen address HOST:PORT (port 0 picks a free port)"
+        "[::]:50051",
+        "BASRA_LISTEN",
+        "gRPC listen address HOST:PORT (a host name, an IPv4 address or [IPv6]; port 0 picks "
+        "a free port)",
+        parse=_listen,
     )
     store: str | None = setting(
         None,

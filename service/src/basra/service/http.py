@@ -47,7 +47,7 @@ from granian.log import LogLevels
 from granian.server.embed import Server
 from protobuf.wkt import Any as DetailAny
 
-from basra.service.config import Settings
+from basra.service.config import Settings, resolve_listen, split_listen
 from basra.service.errors import ServiceError
 from basra.service.limits import TOO_MANY_CALLS, PendingLimitError, RequestDeadline
 from basra.service.metrics import Metrics, Tally
@@ -621,19 +621,42 @@ def build_app(
 
 
 @dataclass
+class _Listener:
+    """One granian server, listening on one address of the HTTP port."""
+
+    server: Server
+    task: asyncio.Task[None]
+
+    async def stop(self, failed: bool) -> None:
+        """Stop accepting (``failed``: granian's serve loop already ended by itself, and its
+        workers may still be serving, so stop them as its own shutdown does)."""
+        if failed:
+            self.task = asyncio.create_task(self.server.shutdown())  # type: ignore[no-untyped-call]
+        self.server.stop()  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        """Give the server ``CLOSE_S`` to finish, then end its task."""
+        await asyncio.wait({self.task}, timeout=CLOSE_S)
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+@dataclass
 class HttpServer:
-    """granian serving the HTTP port in this event loop."""
+    """granian serving the HTTP port in this event loop: one server per address its host
+    resolves to (``localhost``: the IPv4 and the IPv6 loopback, where the host has both), as
+    the gRPC port binds every address of its host."""
 
     port: int
     app: HttpApp
-    server: Server
-    task: asyncio.Task[None]
+    listeners: tuple[_Listener, ...]
     _stopping: bool = False
 
     @property
     def failed(self) -> bool:
         """granian ended without being asked to stop (it should never)."""
-        return self.task.done() and not self._stopping
+        return not self._stopping and any(one.task.done() for one in self.listeners)
 
     async def stop(self, grace_s: float | None) -> None:
         """Stop accepting; in-flight calls (open streams included) get ``grace_s`` seconds.
@@ -645,21 +668,14 @@ class HttpServer:
         """
         if self._stopping:
             return
-        failed = self.failed
         self._stopping = True
-        if failed:
-            # granian's serve loop ended by itself; its workers may still be serving: stop
-            # them as its own shutdown does, within the same time.
-            self.task = asyncio.create_task(self.server.shutdown())  # type: ignore[no-untyped-call]
-        self.server.stop()  # type: ignore[no-untyped-call]
+        for one in self.listeners:
+            await one.stop(one.task.done())
         if grace_s:
-            await asyncio.wait({self.task}, timeout=grace_s)
+            await asyncio.wait({one.task for one in self.listeners}, timeout=grace_s)
         for ended in list(self.app.connect.streams):
             _settle(ended)
-        await asyncio.wait({self.task}, timeout=CLOSE_S)
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        await asyncio.gather(*(one.close() for one in self.listeners))
 
 
 STARTUP_S: Final = 10.0
@@ -667,16 +683,36 @@ STARTUP_S: Final = 10.0
 
 
 async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
-    """Listen on ``settings.http_listen`` and serve ``app``; returns once granian accepts
-    connections (port 0: on the free port the kernel chose).
+    """Listen on ``settings.http_listen`` (every address its host resolves to) and serve
+    ``app``; returns once granian accepts connections on each (port 0: on the free port the
+    kernel chose for the first, taken on the others too).
 
     Raises:
-        OSError: the address does not parse or is not this host's, the port is in use, or
+        OSError: the address does not resolve to this host's, the port is in use, or
             granian stopped or did not listen within ``STARTUP_S``.
     """
     assert settings.http_listen is not None
     listen = settings.http_listen
-    host, port = _address(listen)
+    _, port = split_listen(listen)
+    hosts = resolve_listen(listen)
+    listeners: list[_Listener] = []
+    try:
+        for address in hosts:
+            one, port = await _listen_on(app, settings, listen, address, port, len(hosts))
+            listeners.append(one)
+    except BaseException:
+        for one in listeners:
+            await one.stop(failed=False)
+            await one.close()
+        raise
+    return HttpServer(port, app, tuple(listeners))
+
+
+async def _listen_on(
+    app: HttpApp, settings: Settings, listen: str, host: str, port: int, share: int
+) -> tuple[_Listener, int]:
+    """One granian server on (host, port), serving a ``share``-th of the connections the
+    port serves at once; returns it with the port it listens on."""
     # granian binds its own socket with SO_REUSEPORT: one bound here first (not listening, so
     # it takes no connection) tells a port in use from a free one, and holds port 0's choice
     # until granian listens beside it.
@@ -686,8 +722,8 @@ async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
         probe = _probe_host(host)
         if await _accepts(probe, port):
             raise OSError(f"cannot listen for HTTP on {listen}: the port is in use")
-        server = Server(app, **granian_options(settings, host, port))
-        task = asyncio.create_task(server.serve(), name="basra-http")
+        server = Server(app, **granian_options(settings, host, port, share))
+        task = asyncio.create_task(server.serve(), name=f"basra-http-{host}")
         try:
             await _until_listening(listen, probe, port, task)
         except BaseException:
@@ -698,13 +734,14 @@ async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
             raise
     finally:
         held.close()
-    return HttpServer(port, app, server, task)
+    return _Listener(server, task), port
 
 
-def granian_options(settings: Settings, host: str, port: int) -> dict[str, Any]:
-    """granian's embedded server options for the HTTP port: the ASGI interface without
-    lifespan, HTTP/1.1 and cleartext HTTP/2 (prior knowledge or upgrade), with the service's
-    bounds on streams, headers and idle connections; its logs through ours."""
+def granian_options(settings: Settings, host: str, port: int, share: int = 1) -> dict[str, Any]:
+    """granian's embedded server options for one address of the HTTP port (one of ``share``):
+    the ASGI interface without lifespan, HTTP/1.1 and cleartext HTTP/2 (prior knowledge or
+    upgrade), with the service's bounds on streams, headers and idle connections; its logs
+    through ours."""
     read_timeout_ms = math.ceil(settings.http_read_timeout_s * 1000)
     return {
         "address": host,
@@ -717,7 +754,7 @@ def granian_options(settings: Settings, host: str, port: int) -> dict[str, Any]:
         # (clients reconnecting at once) would be reset unserved.
         "backlog": socket.SOMAXCONN,
         # granian serves at most this many connections at once; the next wait in the backlog.
-        "backpressure": connections_served_at_once(),
+        "backpressure": max(1, connections_served_at_once() // share),
         "http1_settings": HTTP1Settings(header_read_timeout=read_timeout_ms),
         "http2_settings": HTTP2Settings(
             max_concurrent_streams=settings.http_max_concurrent_streams,
@@ -788,16 +825,6 @@ def _relay_granian_logs() -> dict[str, Any]:
         "handlers": {},
         "loggers": {name: {"propagate": False} for name in _GRANIAN_LOGGERS},
     }
-
-
-def _address(listen: str) -> tuple[str, int]:
-    """HOST:PORT or [IPv6]:PORT as (host, port); an empty host is every IPv4 address."""
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 (the operator's choice of address)
-    try:
-        return host, int(port)
-    except ValueError:
-        raise OSError(f"cannot listen for HTTP on {listen}: {port!r} is not a port") from None
 
 
 def _hold(listen: str, host: str, port: int) -> socket.socket:

@@ -25,7 +25,14 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from basra import engine
 from basra.service import logs
-from basra.service.config import EVENT_LOOPS, Settings, flag_name
+from basra.service.config import (
+    EVENT_LOOPS,
+    LISTEN_FORMS,
+    Settings,
+    flag_name,
+    resolve_listen,
+    split_listen,
+)
 from basra.service.gc_policy import GcPolicy, PauseTimer
 from basra.service.grpc_transport import register, register_bounded
 from basra.service.http import HttpServer, Readiness, build_app, start_http
@@ -59,27 +66,21 @@ def metrics_host(settings: Settings) -> str:
 
 
 def _check_free(listen: str) -> None:
-    """Raise OSError when ``listen``'s port is taken, before gRPC tries it (and logs a line of
-    its own that would bury the one clear error)."""
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]") or "::"
-    if not port.isdigit() or int(port) == 0:
-        return
-    try:
-        infos = socket.getaddrinfo(
-            host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-    except socket.gaierror as exc:
-        raise OSError(str(exc)) from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise
-            # Another family or address gRPC may still manage (no IPv6 here): let it try.
+    """Raise OSError when ``listen``'s host is not this machine's or its port is taken, before
+    gRPC tries it (and logs a line of its own that would bury the one clear error)."""
+    _, port = split_listen(listen)
+    for host in resolve_listen(listen):
+        if port == 0:
+            return
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise OSError(f"port {port} is in use") from None
+                # Another family or address gRPC may still manage (no IPv6 here): let it try.
 
 
 def new_event_loop(name: str) -> asyncio.AbstractEventLoop:
@@ -313,19 +314,19 @@ async def create_server(settings: Settings, store: Store | None = None) -> tuple
     # Not ready until the first store check passes (a Check before it answered NOT_FOUND).
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    why = f"the port is in use or the address is not this machine's: {LISTEN_FORMS}"
     try:
         _check_free(settings.listen)
         port = server.add_insecure_port(settings.listen)
-    except (OSError, RuntimeError):
+    except OSError as exc:
+        port, why = 0, str(exc)
+    except RuntimeError:
         port = 0  # grpc raises or returns 0, depending on its version
     if port == 0:
         await instrumented.close()
         if tracing is not None:
             tracing.shutdown()
-        raise StartupError(
-            f"cannot listen on {settings.listen} ({flag_name('listen')}): the port is in use "
-            "or the address is not this host's"
-        )
+        raise StartupError(f"cannot listen on {settings.listen} ({flag_name('listen')}): {why}")
     metrics_http = None
     if settings.metrics_port is not None:
         host = metrics_host(settings)
