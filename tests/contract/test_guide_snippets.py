@@ -1,24 +1,33 @@
 """The complete programs of the API guide (proto/README.md) run as pasted against a server set up
-like ``make run`` (embedded store, no caller seeds, gRPC and HTTP ports); only the addresses are
-swapped for the test server's free ports."""
+like ``make run`` (embedded store, no caller seeds, gRPC and HTTP ports on ``localhost``); only
+the port numbers are swapped for the test server's free ports, the host name stays."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Final
 
+import grpc
 import pytest
 
 from basra.service.config import Settings
+from basra.service.server import create_server, new_event_loop
+from tests.contract.golden import Json
 from tests.contract.test_node_client import NODE_DIR, ROOT, TIMEOUT_S, node_project
-from tests.support import ServerThread
+from tests.support import ServerThread, wait_until
 
 GUIDE: Final = ROOT / "proto" / "README.md"
+MAKE_RUN_GRPC: Final = "localhost:50051"
+MAKE_RUN_HTTP: Final = "localhost:8080"
 
 
 def block(language: str, first_line: str) -> str:
@@ -33,22 +42,110 @@ def block(language: str, first_line: str) -> str:
     return "\n".join(line.removeprefix(indent) for line in code.splitlines()) + "\n"
 
 
+def quick_start() -> list[str]:
+    """The shell blocks of the guide's quick start, in order."""
+    text = GUIDE.read_text()
+    start = text.index("\n## Quick start")
+    section = text[start : text.index("\n## ", start + 1)]
+    return re.findall(r"^```sh\n(.*?)^```", section, re.M | re.S)
+
+
+class MakeRunServer(ServerThread):
+    """What `make run` starts: defaults (no seeds, embedded store), both ports on ``localhost``
+    as the Makefile's ``RUN_HOST`` has them (``ServerThread`` puts its HTTP port on
+    127.0.0.1), each on a free port."""
+
+    def __init__(self) -> None:
+        self.settings = Settings(metrics_port=None, listen="localhost:0", http_listen="localhost:0")
+        self.loop = new_event_loop(self.settings.event_loop)
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server, self.port = self.run(create_server(self.settings))
+        self.channel = grpc.insecure_channel(f"localhost:{self.port}")
+
+    @property
+    def http_port(self) -> int:
+        assert self.server.http is not None
+        return self.server.http.port
+
+
 @pytest.fixture(scope="module")
-def make_run_server() -> Iterator[ServerThread]:
-    """What `make run` starts: defaults (no seeds, embedded store), both ports."""
-    server = ServerThread(Settings(metrics_port=None))
+def make_run_server() -> Iterator[MakeRunServer]:
+    server = MakeRunServer()
     yield server
     server.stop()
 
 
-def addresses(code: str, server: ServerThread) -> str:
-    return code.replace("localhost:50051", server.target).replace(
-        "localhost:8080", server.http_url.removeprefix("http://")
+def addresses(code: str, server: MakeRunServer) -> str:
+    """``code`` with make run's ports replaced by the server's (the host name kept)."""
+    assert MAKE_RUN_GRPC in code or MAKE_RUN_HTTP in code, "the code names no make run address"
+    return code.replace(MAKE_RUN_GRPC, f"localhost:{server.port}").replace(
+        MAKE_RUN_HTTP, f"localhost:{server.http_port}"
     )
 
 
-def test_the_python_snippet_creates_a_match_on_make_run(make_run_server: ServerThread) -> None:
-    code = addresses(block("python", "import grpc\nfrom google.protobuf"), make_run_server)
+class Output:
+    """A process's output lines, read in a thread of their own as they come."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        assert process.stdout is not None
+        self._stdout = process.stdout
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        for line in self._stdout:
+            self.lines.append(line)
+
+    def json(self) -> list[Json]:
+        return [json.loads(line) for line in list(self.lines) if line.strip()]
+
+
+def test_the_quick_start_plays_a_card_over_curl_on_make_run(
+    make_run_server: MakeRunServer, tmp_path: Path
+) -> None:
+    """The quick start's commands, pasted in order into one shell: a match created, the seat
+    to play's plans, a card played, and the stream showing the match's two versions."""
+    blocks = quick_start()
+    assert len(blocks) == 5
+    script = "set -euo pipefail\n" + addresses("\n".join(blocks), make_run_server)
+    with subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # the stream never ends by itself: its process group is killed
+    ) as process:
+        output = Output(process)
+        try:
+            wait_until(
+                lambda: len(output.json()) >= 5 or process.poll() is not None,
+                timeout=TIMEOUT_S,
+                what="the quick start's five answers",
+            )
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            output.thread.join(timeout=10)
+        assert process.stderr is not None
+        assert len(output.json()) == 5, process.stderr.read()
+    created, plans, played, first, second = output.json()
+    assert len(created["seatTokens"]) == 2
+    assert created["view"]["version"] == "1"
+    assert played["played"]["card"] == plans["cards"][0]["card"]
+    assert played["view"]["version"] == "2"
+    assert first["event"]["version"] == "1"
+    assert first["event"]["handStarted"]["hand"] == 1  # with the watching seat's cards
+    assert second == {"event": played["events"][0]}
+    assert json.loads((tmp_path / "match.json").read_text()) == created
+
+
+def test_the_python_snippet_creates_a_match_on_make_run(make_run_server: MakeRunServer) -> None:
+    """Each run creates a match of its own (a fresh request id); the snippet itself asserts
+    that a retry with the same id answers the same match and tokens."""
+    code = addresses(block("python", "import json\nimport uuid"), make_run_server)
     outputs = []
     for _ in range(2):
         result = subprocess.run(
@@ -56,24 +153,14 @@ def test_the_python_snippet_creates_a_match_on_make_run(make_run_server: ServerT
         )
         assert result.returncode == 0, result.stderr
         outputs.append(json.loads(result.stdout))
-    first, again = outputs
-    assert len(first["seatTokens"]) == 2
-    assert first["view"]["version"] == "1"
-    assert again == first  # the same requestId: the same match and tokens, not a second match
+    first, second = outputs
+    for created in outputs:
+        assert len(created["seatTokens"]) == 2
+        assert created["view"]["version"] == "1"
+    assert first["matchId"] != second["matchId"]
 
 
-def test_the_curl_snippet_calls_connect_json_on_make_run(make_run_server: ServerThread) -> None:
-    code = addresses(block("sh", "curl -sS http://localhost:8080"), make_run_server)
-    result = subprocess.run(
-        ["bash", "-c", code], capture_output=True, text=True, timeout=TIMEOUT_S, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    response = json.loads(result.stdout)
-    assert {"matchId", "seatTokens", "view", "events"} <= response.keys()
-    assert response["view"]["hand"]
-
-
-def test_the_grpc_js_program_runs_against_make_run(make_run_server: ServerThread) -> None:
+def test_the_grpc_js_program_runs_against_make_run(make_run_server: MakeRunServer) -> None:
     node_project()
     program = NODE_DIR / f".guide-grpc-js-{uuid.uuid4().hex}.mjs"  # beside node_modules
     program.write_text(block("js", "// grpc-js.mjs"))
@@ -86,7 +173,7 @@ def test_the_grpc_js_program_runs_against_make_run(make_run_server: ServerThread
             timeout=TIMEOUT_S,
             env={
                 "PATH": "/usr/local/bin:/usr/bin:/bin",
-                "BASRA_TARGET": make_run_server.target,
+                "BASRA_TARGET": f"localhost:{make_run_server.port}",
                 "BASRA_PROTO": str(ROOT / "proto"),
             },
             check=False,
