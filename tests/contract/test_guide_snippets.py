@@ -106,10 +106,13 @@ def test_the_quick_start_plays_a_card_over_curl_on_make_run(
     make_run_server: MakeRunServer, tmp_path: Path
 ) -> None:
     """The quick start's commands, pasted in order into one shell: a match created, the seat
-    to play's plans, a card played, and the stream showing the match's two versions."""
-    blocks = quick_start()
-    assert len(blocks) == 5
-    script = "set -euo pipefail\n" + addresses("\n".join(blocks), make_run_server)
+    to play's plans, a card played (and, as the guide says to retry, its ``$PLAY`` sent again:
+    the same answer), and the stream showing the match's two versions."""
+    create, token, plans, play, watch = quick_start()
+    retry = play[play.index("curl ") :]  # the Play call alone, with the same $PLAY
+    assert "$PLAY" in retry
+    code = "\n".join((create, token, plans, play, retry, watch))
+    script = "set -euo pipefail\n" + addresses(code, make_run_server)
     with subprocess.Popen(
         ["bash", "-c", script],
         cwd=tmp_path,
@@ -121,21 +124,22 @@ def test_the_quick_start_plays_a_card_over_curl_on_make_run(
         output = Output(process)
         try:
             wait_until(
-                lambda: len(output.json()) >= 5 or process.poll() is not None,
+                lambda: len(output.json()) >= 6 or process.poll() is not None,
                 timeout=TIMEOUT_S,
-                what="the quick start's five answers",
+                what="the quick start's answers and the stream's two messages",
             )
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             output.thread.join(timeout=10)
         assert process.stderr is not None
-        assert len(output.json()) == 5, process.stderr.read()
-    created, plans, played, first, second = output.json()
+        assert len(output.json()) == 6, process.stderr.read()
+    created, plans, played, replayed, first, second = output.json()
     assert len(created["seatTokens"]) == 2
     assert created["view"]["version"] == "1"
     assert played["played"]["card"] == plans["cards"][0]["card"]
     assert played["view"]["version"] == "2"
+    assert replayed == played  # applied once: the retry answers the play's response
     assert first["event"]["version"] == "1"
     assert first["event"]["handStarted"]["hand"] == 1  # with the watching seat's cards
     assert second == {"event": played["events"][0]}
