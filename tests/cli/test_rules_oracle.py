@@ -81,6 +81,9 @@ def test_rules_json_is_what_list_rules_answers() -> None:
 def test_rules_lists_every_rule_system_readably_and_says_the_lebanese_game_is_missing() -> None:
     result = run("rules")
     assert result.returncode == 0, result.stderr
-    names = [line.split(":")[0] for line in result.stdout.splitlines() if not line[0].isspace()]
-    assert names[:-1] == list(RULE_SYSTEMS)
+    heads = [line for line in result.stdout.splitlines() if not line[0].isspace()]
+    # Each rule system under the name players read, with the value --rules takes.
+    assert heads[:-1] == [f"{s.title} (--rules {s.name})" for s in RULE_SYSTEMS.values()]
+    assert heads[0] == "Classic, to 121 (--rules eram)"
     assert "Lebanese" in result.stdout.splitlines()[-1]
+    assert ".txt" not in result.stdout  # the seeds' file names are for developers

@@ -76,6 +76,14 @@ def claim(
     return response
 
 
+def inspect(server: ServerThread, match_id: str, code: str) -> pb.GetInvitationResponse:
+    """GetInvitation, with no token."""
+    response: pb.GetInvitationResponse = stub(server).GetInvitation(
+        pb.GetInvitationRequest(match_id=match_id, invitation=code)
+    )
+    return response
+
+
 def reissue(
     server: ServerThread, match_id: str, token: str, seat: int
 ) -> pb.ReissueInvitationResponse:
@@ -375,6 +383,49 @@ def test_a_claim_with_a_bad_invitation_is_refused_and_changes_nothing(
         assert (rejection.code, rejection.reason) == (status, reason), rejection
     assert snapshot(store, created.match_id) == before
     assert claim(server, created.match_id, created.invitations[0].code).seat_token.seat == 1
+
+
+def test_an_invitation_tells_its_seat_and_whether_it_is_open_before_a_claim_changing_nothing(
+    server: ServerThread, store: redis.Redis
+) -> None:
+    """GetInvitation: open, then claimed; a reissued or mistyped code answers as ClaimSeat
+    would (INVITATION_INVALID) and the reissued one is open; nothing stored changes."""
+    created = create(server, rules="persian", seats=3, bots=[PERSON, GREEDY, PERSON])
+    (invitation,) = created.invitations
+    assert invitation.seat == 2
+    before = snapshot(store, created.match_id)
+    opened = inspect(server, created.match_id, invitation.code)
+    assert (opened.seat, opened.state) == (2, pb.INVITATION_STATE_OPEN)
+    assert snapshot(store, created.match_id) == before  # asking is no change
+    claim(server, created.match_id, invitation.code, "Guest")
+    taken = inspect(server, created.match_id, invitation.code)
+    assert (taken.seat, taken.state) == (2, pb.INVITATION_STATE_CLAIMED)
+    reissued = reissue(server, created.match_id, created.seat_tokens[0].token, 2)
+    after = snapshot(store, created.match_id)
+    cases = [
+        (
+            created.match_id,
+            invitation.code,
+            grpc.StatusCode.PERMISSION_DENIED,
+            "INVITATION_INVALID",
+        ),
+        (created.match_id, "y" * 43, grpc.StatusCode.PERMISSION_DENIED, "INVITATION_INVALID"),
+        (created.match_id, "", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+        (
+            created.match_id,
+            created.seat_tokens[0].token,  # a seat token is no invitation
+            grpc.StatusCode.PERMISSION_DENIED,
+            "INVITATION_INVALID",
+        ),
+        ("N" * 22, invitation.code, grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND"),
+        ("bad id", invitation.code, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+    ]
+    for match_id, code, status, reason in cases:
+        rejection = refused(lambda m=match_id, c=code: inspect(server, m, c))  # type: ignore[misc]
+        assert (rejection.code, rejection.reason) == (status, reason), rejection
+    fresh = inspect(server, created.match_id, reissued.invitation.code)
+    assert (fresh.seat, fresh.state) == (2, pb.INVITATION_STATE_OPEN)
+    assert snapshot(store, created.match_id) == after
 
 
 BAD_NAMES = [

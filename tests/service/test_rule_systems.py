@@ -82,6 +82,34 @@ def test_list_rules_needs_no_token_and_lists_every_rule_system(server: ServerThr
     assert by_name["jordanian"].basra_value == 2  # BASRA_VALUE_TWICE_THE_CARD
 
 
+def test_list_rules_words_each_rule_system_for_players_in_english_arabic_and_persian(
+    server: ServerThread,
+) -> None:
+    """Names and one-line descriptions a frontend shows as they are: English first, each
+    language's own digits, a name per rule system that no other shares; the title is the
+    English name, and no player-facing text names a seed file."""
+    stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
+    listed: pb.ListRulesResponse = stub.ListRules(pb.ListRulesRequest(), timeout=10)
+    digits = {"en": "0123456789", "ar": "٠١٢٣٤٥٦٧٨٩", "fa": "۰۱۲۳۴۵۶۷۸۹"}
+    for system in listed.rules:
+        assert [w.language for w in system.wordings] == ["en", "ar", "fa"], system.name
+        assert system.title == system.wordings[0].name
+        for wording in system.wordings:
+            assert wording.name.strip(), (system.name, wording.language)
+            assert wording.description.strip(), (system.name, wording.language)
+            text = wording.name + wording.description
+            assert ".txt" not in text
+            others = set("".join(d for lang, d in digits.items() if lang != wording.language))
+            assert not others & set(text), (system.name, wording.language, text)
+        target = str(system.target)
+        assert target in system.wordings[0].description, system.name
+    for language in range(3):
+        names = [system.wordings[language].name for system in listed.rules]
+        assert len(set(names)) == len(names), names
+    eram = listed.rules[0].wordings
+    assert [w.name for w in eram] == ["Classic, to 121", "كلاسيكية، إلى ١٢١", "کلاسیک، تا ۱۲۱"]
+
+
 @pytest.mark.parametrize(
     ("request_fields", "reason", "field"),
     [

@@ -106,6 +106,7 @@ from basra.engine.state import (
     State,
 )
 from basra.engine.view import SeatView, view
+from basra.engine.wording import LANGUAGES, Wording
 
 COMPILED: _Final = not game.__file__.endswith(".py")
 """Whether the engine's modules run compiled (mypyc) rather than from their ``.py`` sources."""
@@ -119,6 +120,7 @@ __all__ = [
     "CARDS",
     "COMPILED",
     "ERAM",
+    "LANGUAGES",
     "MAX_PLANS",
     "RULE_SYSTEMS",
     "BasraError",
@@ -166,6 +168,7 @@ __all__ = [
     "State",
     "UnknownPlanError",
     "UnknownRulesError",
+    "Wording",
     "apply",
     "capture_plans",
     "deal_next_hand",

@@ -25,6 +25,7 @@ from basra.engine.cards import (
 )
 from basra.engine.errors import OptionNotAvailableError, SeatsNotAllowedError, UnknownRulesError
 from basra.engine.rules import BasraValue, BottomCard, MajorityTie, SevenRule, side_of_seat
+from basra.engine.wording import WORDINGS, Wording
 
 _SIZE_SHIFT: Final = 120
 _POINTS_SHIFT: Final = 60
@@ -198,7 +199,6 @@ class RuleSystem:
     frontend shows about it, and the profile of a match at one seat count."""
 
     name: str
-    title: str
     seat_counts: tuple[int, ...]
     partnership_seats: tuple[int, ...]
     """Seat counts played in two partnerships (the others: each seat for itself)."""
@@ -213,6 +213,16 @@ class RuleSystem:
     """The rubber option exists (best of five, the deciding game to ``rubber_final_target``)."""
     bottom_card_seats: tuple[int, ...] = ()
     """Seat counts at which option ``bottom_card_shown`` exists."""
+
+    @property
+    def wordings(self) -> tuple[Wording, ...]:
+        """Its name and description for players, once per language of ``LANGUAGES``."""
+        return WORDINGS[self.name]
+
+    @property
+    def title(self) -> str:
+        """Its name for players in English."""
+        return WORDINGS[self.name][0].name
 
     def profile(
         self, seats: int, *, rubber: bool = False, bottom_card_shown: bool = False
@@ -259,7 +269,6 @@ RULE_SYSTEMS: Final[dict[str, RuleSystem]] = {
     for s in (
         RuleSystem(
             name="eram",
-            title="ERAM (RULES.md)",
             seat_counts=(2,),
             partnership_seats=(),
             direction="unspecified",
@@ -272,7 +281,6 @@ RULE_SYSTEMS: Final[dict[str, RuleSystem]] = {
         ),
         RuleSystem(
             name="egyptian",
-            title="Egyptian",
             seat_counts=(2, 4),
             partnership_seats=(4,),
             direction="anticlockwise",
@@ -284,7 +292,6 @@ RULE_SYSTEMS: Final[dict[str, RuleSystem]] = {
         ),
         RuleSystem(
             name="jordanian",
-            title="Jordanian",
             seat_counts=(2, 4),
             partnership_seats=(4,),
             direction="anticlockwise",
@@ -296,7 +303,6 @@ RULE_SYSTEMS: Final[dict[str, RuleSystem]] = {
         ),
         RuleSystem(
             name="lobashev",
-            title="Lobashev",
             seat_counts=(2, 4),
             partnership_seats=(4,),
             direction="anticlockwise",
@@ -319,7 +325,6 @@ RULE_SYSTEMS: Final[dict[str, RuleSystem]] = {
         ),
         RuleSystem(
             name="persian",
-            title="Persian",
             seat_counts=(2, 3, 4),
             partnership_seats=(),
             direction="clockwise",
@@ -331,7 +336,6 @@ RULE_SYSTEMS: Final[dict[str, RuleSystem]] = {
         ),
         RuleSystem(
             name="persian-partnership",
-            title="Persian, partnership variant",
             seat_counts=(4,),
             partnership_seats=(4,),
             direction="clockwise",

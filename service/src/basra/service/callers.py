@@ -10,7 +10,8 @@ Every call that names a match resolves its token here, one of four ways:
   compare-and-set loop on the record it decides on (``changes.py``) against the seat tokens
   only, so the hot path reads nothing more; a token refused there is told apart as a watch
   token by ``Callers.refused``, which costs that refusal one more read;
-- nobody at all: creation and ClaimSeat take no bearer token (creation.py, seats.py).
+- nobody at all: creation, ClaimSeat and GetInvitation take no bearer token (creation.py,
+  seats.py).
 
 A spectator's token is one of the match's watch tokens: of its watch access's salt, or one of
 the salt-less ones a match from before RevokeWatchTokens keeps in its record. The watch access

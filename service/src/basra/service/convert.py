@@ -557,6 +557,12 @@ def rule_system_to_pb(system: RuleSystem) -> rules_pb2.RuleSystem:
         ),
         seating_direction=_SEATING[system.direction],
         source=system.source,
+        wordings=[
+            rules_pb2.RuleSystemWording(
+                language=wording.language, name=wording.name, description=wording.description
+            )
+            for wording in system.wordings
+        ],
     )
     if system.rubber:
         out.rubber.CopyFrom(

@@ -87,16 +87,17 @@ def render_rules(document: dict[str, Any]) -> str:
             f"{s['seats']}" + (" (two partnerships)" if s.get("partnerships") else "")
             for s in system["seatCounts"]
         )
+        english = system["wordings"][0]
         lines += [
-            f"{system['name']}: {system['title']}",
+            f"{english['name']} (--rules {system['name']})",
+            f"  {english['description']}",
             f"  seats {seats}; target {system['target']}; deals of {system['cardsPerDeal']}"
-            + (" one card at a time" if system.get("dealtOneAtATime") else ""),
+            + (" one card at a time" if system.get("dealtOneAtATime") else "")
+            + (f"; a rubber of {system['rubber']['games']} games" if "rubber" in system else ""),
             f"  7D: {system['sevenOfDiamonds']}",
             f"  majority: {system['majority']}",
             f"  basra: {system['basra']}",
             f"  bottom card: {system['bottomCard']}",
-            f"  source: {system['source']}"
-            + (f"; rubber: best of {system['rubber']['games']}" if "rubber" in system else ""),
         ]
     lines += [f"({left['reason']})" for left in document.get("leftOut", [])]
     return "\n".join(lines)

@@ -1,5 +1,6 @@
-"""Who holds a seat: ClaimSeat (an invitation's code for the seat's token) and ReissueInvitation
-(the creator opens a seat again under a new invitation, revoking its token).
+"""Who holds a seat: ClaimSeat (an invitation's code for the seat's token), GetInvitation (what
+an invitation opens, before a claim) and ReissueInvitation (the creator opens a seat again
+under a new invitation, revoking its token).
 
 Each decides the seat table's change on a record, and ``changes.Changes.seat_change`` commits it
 exactly once (deciding again on the current record when another change won the race); a
@@ -24,7 +25,7 @@ log = logging.getLogger("basra.rpc")
 
 
 class Seats:
-    """ClaimSeat and ReissueInvitation."""
+    """ClaimSeat, GetInvitation and ReissueInvitation."""
 
     def __init__(
         self, matches: Matches, callers: Callers, changes: Changes, metrics: Metrics
@@ -90,6 +91,25 @@ class Seats:
         )
         log.info("seat claimed", extra={"match_id": match_id, "seat": seat})
         return pb.ClaimSeatResponse(seat_token=pb.SeatToken(seat=seat, token=token), view=view)
+
+    async def invitation(self, request: pb.GetInvitationRequest) -> pb.GetInvitationResponse:
+        """The seat an invitation opens and whether it is still open: what ClaimSeat would
+        answer of it, without a claim."""
+        match_id = auth.check_match_id(request.match_id)
+        if not request.invitation:
+            raise invalid_argument("invitation", "is required: the code of the invitation")
+        record = await self._matches.load(match_id)
+        table = records.Table.decode(record.table) if record.table else None
+        hashes = [h.invitation for h in table.holders] if table else []
+        seat = auth.seat_or_none(request.invitation, hashes)
+        if table is None or seat is None:
+            raise _invitation_invalid(match_id)
+        claim = table.holders[seat].claim
+        if claim == records.CLAIMED:
+            return pb.GetInvitationResponse(seat=seat, state=pb.INVITATION_STATE_CLAIMED)
+        if claim != records.CLAIM_OPEN:
+            raise _invitation_invalid(match_id)
+        return pb.GetInvitationResponse(seat=seat, state=pb.INVITATION_STATE_OPEN)
 
     async def reissue(
         self, request: pb.ReissueInvitationRequest, caller: Caller

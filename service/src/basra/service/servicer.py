@@ -11,7 +11,7 @@ the RPC's name, and turn a ``ServiceError`` into their wire form. Where each job
 - ``caches``: the matches as this replica knows them (the record and state caches);
 - ``moves``: Play, the next hand's Deal and the bots' moves;
 - ``creation``: CreateMatch and the first Deal, with the creation rate limits;
-- ``seats``: ClaimSeat and ReissueInvitation;
+- ``seats``: ClaimSeat, GetInvitation and ReissueInvitation;
 - ``reads``: GetMatch, Score, ListPlans, ListRules;
 - ``watching``: WatchMatch's hand-off to watch.py, CreateWatchToken, RevokeWatchTokens.
 
@@ -123,6 +123,11 @@ class Servicer(Dispatcher):
 
     async def ClaimSeat(self, request: pb.ClaimSeatRequest, caller: Caller) -> pb.ClaimSeatResponse:
         return await self._seats.claim(request)
+
+    async def GetInvitation(
+        self, request: pb.GetInvitationRequest, caller: Caller
+    ) -> pb.GetInvitationResponse:
+        return await self._seats.invitation(request)
 
     async def ReissueInvitation(
         self, request: pb.ReissueInvitationRequest, caller: Caller
