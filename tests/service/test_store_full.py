@@ -104,9 +104,13 @@ def test_a_full_redis_is_store_full_not_internal_and_health_says_so(
         )
     assert client.view(0).version == 1, "reads still work and nothing changed"
     records = [json.loads(line) for line in buffer.getvalue().splitlines()]
-    assert [r["msg"] for r in records if r["level"] in ("WARNING", "ERROR")] == ["store full"] * 2
-    # Each with Redis's own words for it.
-    assert all("maxmemory" in r["cause"] for r in records if r["msg"] == "store full")
+    # Warned as "store full" and nothing else (the health check may warn of it too, as often
+    # as it runs), each with Redis's own words for it and no traceback; which writes were
+    # refused, the metrics below count.
+    warned = [r for r in records if r["level"] in ("WARNING", "ERROR")]
+    assert len(warned) >= 2, "each refused write is logged"
+    assert {r["msg"] for r in warned} == {"store full"}
+    assert all("maxmemory" in r["cause"] for r in warned)
     assert not any("exc" in r for r in records), "no traceback for an operating condition"
     wait_health(server, health_pb2.HealthCheckResponse.NOT_SERVING)
     assert metric(server, "basra_store_full") == 1
