@@ -106,10 +106,11 @@ def server() -> Iterator[ServerThread]:
     running.stop()
 
 
-CARD = r"Play which card\? \[1-(\d)"
+# "[1-4 or a card name" offers four cards, "[1 or a card name" the last one.
+CARD = r"Play which card\? \[(?:1-)?(\d) or"
 PLAN = r"Which plan for .*\? \[1-\d, b = back"
 DEAL = r"Press Enter to deal the next hand"
-END = r"Seat [01] \((you|the bot)\) wins, \d+ to \d+\."
+END = r"Seat [12] \((you|the bot)\) wins, \d+ to \d+\."
 
 
 def test_a_person_plays_a_whole_match_against_the_bot(server: ServerThread) -> None:
@@ -144,7 +145,7 @@ def test_a_person_plays_a_whole_match_against_the_bot(server: ServerThread) -> N
     assert went_back
     assert "Scoreboard" in session.seen
     assert re.search(r">> You play \S+: (takes|it stays on the floor)", session.seen)
-    assert re.search(r">> Seat 1 plays \S+: ", session.seen)
+    assert re.search(r">> Seat 2 plays \S+: ", session.seen)
 
 
 def test_a_server_rejection_is_explained() -> None:
@@ -191,10 +192,11 @@ def test_hot_seat_clears_the_screen_at_every_handover(server: ServerThread, tmp_
         if session.expect(PLAN, HANDOVER) == PLAN:
             session.type("1")
             session.expect(HANDOVER)
-    assert seats_played[:2] in (["0", "1"], ["1", "0"])
+    assert seats_played[:2] in (["1", "2"], ["2", "1"])
     assert len(set(seats_played)) == 2
-    # The plays are told on the next handover screen, once each, as seat N's plays.
-    assert len(re.findall(r">> Seat [01] plays \S+: ", session.seen)) >= 3
+    # The plays are told on the next handover screen, once each, as seat N's plays (seats
+    # counted from 1).
+    assert len(re.findall(r">> Seat [12] plays \S+: ", session.seen)) >= 3
     assert ">> You play" not in session.seen
     session.type("q")
     session.expect(r"Left the match ([A-Za-z0-9_-]{22})\. Resume it with: ")
@@ -225,7 +227,7 @@ def test_a_left_match_is_resumed_from_a_file_only_its_owner_reads(
     again.expect(rf"Resuming match {match_id}\.")
     again.expect(CARD)
     (seat, cards) = HAND.findall(last_screen(again))[-1]
-    assert seat == "0"
+    assert seat == "1"
     # A card may be typed by its name: the first card of the hand, as shown.
     name = re.findall(r"1\) (\S+) ", cards + " ")[0]
     again.type(
@@ -293,7 +295,7 @@ def test_a_person_plays_a_whole_match_against_the_servers_strong_bot() -> None:
                 turns += 1
         assert session.close() == 0
         assert turns >= 24
-        assert re.search(r">> Seat 1 plays \S+: ", session.seen), "the server's bot's plays"
+        assert re.search(r">> Seat 2 plays \S+: ", session.seen), "the server's bot's plays"
         assert server.server.metrics.bot_moves.labels("strong", "applied").value >= turns
     finally:
         server.stop()

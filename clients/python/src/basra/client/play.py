@@ -1,6 +1,6 @@
 """``basra-engine play``: play a match in the terminal through ``basra.client``.
 
-A person plays seat 0 against the greedy bot, or several people share the keyboard
+A person plays the first seat against the greedy bot, or several people share the keyboard
 (``--hot-seat``): the screen is then cleared at every handover, so nobody sees another's hand.
 Cards are typed by number or by name (``8C``, ``8♣``); each card shows whether it captures;
 ``h`` shows help and ``q`` (or Ctrl-C) leaves. A left match is resumed with ``--resume``: its
@@ -22,7 +22,7 @@ from typing import Final, TextIO
 
 from basra.client import Client, Match, RetryPolicy, greedy_choice
 from basra.client.errors import BasraError, UnavailableError
-from basra.client.render import Renderer, explain, plural
+from basra.client.render import Renderer, explain, number, plural, seat_name
 from basra.engine import Card, InvalidCardError
 from basra.v1 import game_pb2
 
@@ -148,7 +148,9 @@ class Terminal:
     def choose(self, prompt: str, count: int, *, back: bool = False) -> int | None:
         """A number 1..count (None: go back)."""
         while True:
-            answer = self.ask(f"{prompt} [1-{count}{', b = back' if back else ''}, h = help]: ")
+            answer = self.ask(
+                f"{prompt} [{numbers(count)}{', b = back' if back else ''}, h = help]: "
+            )
             if back and answer.lower() == "b":
                 return None
             if answer.lower() in ("h", "help", "?"):
@@ -156,7 +158,17 @@ class Terminal:
                 continue
             if answer.isdigit() and 1 <= int(answer) <= count:
                 return int(answer)
-            self.say(f"Please type a number from 1 to {count} (h for help).")
+            self.say(f"Please type {a_number(count)} (h for help).")
+
+
+def numbers(count: int) -> str:
+    """The numbers a prompt offers: ``1-3``, or ``1`` when there is one."""
+    return "1" if count == 1 else f"1-{count}"
+
+
+def a_number(count: int) -> str:
+    """What to type, in words: ``a number from 1 to 3``, or ``1`` when there is one."""
+    return "1" if count == 1 else f"a number from 1 to {count}"
 
 
 @dataclass
@@ -176,7 +188,7 @@ class Table:
         for event in events:
             if event.HasField("card_played"):
                 played = event.card_played
-                who = "You play" if played.seat == viewer else f"Seat {played.seat} plays"
+                who = "You play" if played.seat == viewer else f"Seat {number(played.seat)} plays"
                 self.pending.append(">> " + self.render.played(played, who))
             elif (line := self.render.event(event)) is not None:
                 self.pending.append(line)
@@ -192,10 +204,9 @@ class Table:
         """Hot-seat: a clean screen for ``seat``, after the others look away."""
         self.term.clear()
         self.flush()
-        others = ", ".join(str(s) for s in self.humans if s != seat)
-        self.term.ask(
-            f"Pass the keyboard to seat {seat} (seat {others} looks away), then press Enter: "
-        )
+        others = [s for s in self.humans if s != seat]
+        away = ", ".join(seat_name(s) for s in others) + (" look" if len(others) > 1 else " looks")
+        self.term.ask(f"Pass the keyboard to {seat_name(seat)} ({away} away), then press Enter: ")
         self.term.clear()
 
     def show(self, view: game_pb2.MatchView, options: Sequence[game_pb2.CardPlans]) -> None:
@@ -207,16 +218,16 @@ class Table:
         )
         others = [s for s in view.seats if s.seat != seat]
         mine = view.seats[seat]
-        scores = ", ".join(f"seat {s.seat} {s.score}" for s in others)
+        scores = ", ".join(f"{seat_name(s.seat)} {s.score}" for s in others)
         self.term.say(
             "\n".join(
                 [
-                    f"-- Hand {view.hand_number}, deal {view.deal_number} -- you are seat {seat}; "
-                    f"dealer seat {view.dealer}; stock {view.stock_size}",
+                    f"-- Hand {view.hand_number}, deal {view.deal_number} -- you are "
+                    f"{seat_name(seat)}; dealer {seat_name(view.dealer)}; stock {view.stock_size}",
                     f"   Scores: you {mine.score}, {scores}; carry {view.carry}; "
                     f"first to {view.target}",
                     *(
-                        f"   Seat {s.seat}: {plural(s.hand_size, 'card')} in hand, "
+                        f"   Seat {number(s.seat)}: {plural(s.hand_size, 'card')} in hand, "
                         f"{s.captured_count} captured, {s.basras} basras"
                         for s in others
                     ),
@@ -259,7 +270,9 @@ class Table:
         """A card of the hand, by number or by name."""
         count = len(view.hand)
         while True:
-            answer = self.term.ask(f"Play which card? [1-{count} or a card name, h = help]: ")
+            answer = self.term.ask(
+                f"Play which card? [{numbers(count)} or a card name, h = help]: "
+            )
             if answer.lower() in ("h", "help", "?"):
                 self.term.say(HELP)
                 continue
@@ -268,9 +281,7 @@ class Table:
             try:
                 named = Card.parse(answer)
             except InvalidCardError:
-                self.term.say(
-                    f"Please type a number from 1 to {count} or a card name (h for help)."
-                )
+                self.term.say(f"Please type {a_number(count)} or a card name (h for help).")
                 continue
             held = [c for c in view.hand if (c.rank - 1, c.suit - 1) == (named.rank, named.suit)]
             if held:
@@ -279,18 +290,19 @@ class Table:
 
 
 def opponents(view: game_pb2.MatchView) -> str:
-    """Who seat 0 plays with and against, in words."""
+    """Who the person (the API's seat 0) plays with and against, in words."""
+    you = seat_name(0)
     if len(view.seats) == 2:
-        return "You are seat 0 against the bot."
+        return f"You are {you} against the bot."
     partners = [s.seat for s in view.seats if s.side == view.seats[0].side and s.seat != 0]
     if partners:
         return (
-            f"You are seat 0; the bot plays your partner, seat {partners[0]}, and seats "
-            + " and ".join(str(s.seat) for s in view.seats if s.side != view.seats[0].side)
+            f"You are {you}; the bot plays your partner, {seat_name(partners[0])}, and seats "
+            + " and ".join(str(number(s.seat)) for s in view.seats if s.side != view.seats[0].side)
             + " against you."
         )
-    others = ", ".join(str(s.seat) for s in view.seats[1:])
-    return f"You are seat 0 against the bots in seats {others}, each for itself."
+    others = ", ".join(str(number(s.seat)) for s in view.seats[1:])
+    return f"You are {you} against the bots in seats {others}, each for itself."
 
 
 def capture_mark(option: game_pb2.CardPlans) -> str:
@@ -317,7 +329,8 @@ def run(
     """Play one match in the terminal; returns the exit status (130 after Ctrl-C).
 
     ``rules`` and ``seats`` choose the rule system and the seat count (default: ERAM, two
-    seats); the person plays seat 0 and the greedy bot every other seat (partner included).
+    seats); the person plays the first seat (the API's seat 0) and the greedy bot every other
+    seat (partner included).
     With ``bot`` (a level: random, greedy, strong) the server's bots play the other seats
     instead, their hands never sent here.
     """
@@ -350,7 +363,7 @@ def run(
             term.say("!! " + explain(error, target))
             return 1
         table = Table(term, match, Renderer(symbols), humans, hot_seat, target)
-        seats_text = ", ".join(str(s) for s in humans)
+        seats_text = ", ".join(str(number(s)) for s in humans)
         term.say(
             "Basra"
             + ("" if view.rules == "eram" else f" ({view.rules} rules)")
@@ -376,7 +389,7 @@ def run(
             term.say(f"Resume the match later with: {resume_command(target, match.id)}")
             return 1
         names = [
-            f"player {s + 1}" if hot_seat else "you" if s in humans else "the bot"
+            f"player {number(s)}" if hot_seat else "you" if s in humans else "the bot"
             for s in range(len(view.seats))
         ]
         for line in Renderer(symbols).scoreboard(match.score(), names):

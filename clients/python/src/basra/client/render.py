@@ -2,7 +2,8 @@
 
 Cards are shown in one notation, chosen by ``--cards``: ``symbols`` (``10♦ Q♠``) or
 ``letters`` (``10D QS``), as ``basra-engine plans`` shows them. Nothing here assumes two seats:
-the seat count comes from the messages.
+the seat count comes from the messages. Seats and sides are numbered from 1, as people count
+them and as the web table shows them; the messages number them from 0 (``number``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,22 @@ import grpc
 from basra.client.cards import CardLike, text
 from basra.client.errors import BasraError
 from basra.v1 import errors_pb2, game_pb2
+
+
+def number(seat: int) -> int:
+    """The number people read for a seat (or a side) of the API: the API counts from 0, people
+    from 1."""
+    return seat + 1
+
+
+def seat_name(seat: int) -> str:
+    """``seat N`` for the API's seat ``N - 1``."""
+    return f"seat {number(seat)}"
+
+
+def seats_name(seats: Iterable[int]) -> str:
+    """Seats joined as partners are written: ``1+3`` for the API's seats 0 and 2."""
+    return "+".join(str(number(s)) for s in seats)
 
 
 @dataclass(frozen=True)
@@ -47,7 +64,7 @@ class Renderer:
         if kind == "hand_started":
             e = event.hand_started
             return (
-                f"== Hand {e.hand}: dealer seat {e.dealer}, seat {e.leader} leads; "
+                f"== Hand {e.hand}: dealer {seat_name(e.dealer)}, {seat_name(e.leader)} leads; "
                 f"floor {self.cards(e.floor)}"
             )
         if kind == "cards_dealt":
@@ -57,16 +74,16 @@ class Renderer:
             )
         if kind == "floor_collected":
             e3 = event.floor_collected
-            who = f"seat {e3.seat}" if e3.HasField("seat") else "nobody"
+            who = seat_name(e3.seat) if e3.HasField("seat") else "nobody"
             return f"   leftover {self.cards(e3.cards)} goes to {who} (not a basra)"
         if kind == "hand_scored":
             e4 = event.hand_scored
-            # With partnerships, each side once ("side 0 (seats 0+2)"), not each seat.
+            # With partnerships, each side once ("side 1 (seats 1+3)"), not each seat.
             teams = len(e4.score.sides) < len(e4.score.seats)
             scored = (
                 [(_side_label(t.side, t.seats), t) for t in e4.score.sides]
                 if teams
-                else [(f"seat {t.seat}", t) for t in e4.score.seats]
+                else [(seat_name(t.seat), t) for t in e4.score.seats]
             )
             parts = [
                 f"{label}: {s.cards} cards, majority {s.majority}"
@@ -92,17 +109,18 @@ class Renderer:
             "",
             "Scoreboard",
             f"  {'hand':>4} {'dealer':>6} "
-            + " ".join(f"{f'seat {s}':>7}" for s in seats)
+            + " ".join(f"{seat_name(s):>7}" for s in seats)
             + f" {'carry':>6}",
         ]
         for hand in board.hands:
             totals = " ".join(f"{s.total:>7}" for s in hand.seats)
-            lines.append(f"  {hand.hand:>4} {hand.dealer:>6} {totals} {hand.carry_after:>6}")
+            dealer = number(hand.dealer)
+            lines.append(f"  {hand.hand:>4} {dealer:>6} {totals} {hand.carry_after:>6}")
         lines.append(f"  {'total':>11} " + " ".join(f"{t:>7}" for t in board.totals))
         if board.HasField("winner"):
             others = " - ".join(str(t) for s, t in enumerate(board.totals) if s != board.winner)
             lines.append(
-                f"Seat {board.winner} ({names[board.winner]}) wins, "
+                f"Seat {number(board.winner)} ({names[board.winner]}) wins, "
                 f"{board.totals[board.winner]} to {others}."
             )
         return lines
@@ -113,7 +131,7 @@ class Renderer:
             [seat for seat, side in enumerate(board.seat_sides) if side == s]
             for s in range(len(board.side_totals))
         ]
-        labels = ["side " + "+".join(map(str, seats)) for seats in members]
+        labels = ["side " + seats_name(seats) for seats in members]
         lines = [
             "",
             "Scoreboard",
@@ -123,18 +141,19 @@ class Renderer:
         ]
         for hand in board.hands:
             totals = " ".join(f"{s.total:>9}" for s in hand.sides)
-            lines.append(f"  {hand.hand:>4} {hand.dealer:>6} {totals} {hand.carry_after:>6}")
+            dealer = number(hand.dealer)
+            lines.append(f"  {hand.hand:>4} {dealer:>6} {totals} {hand.carry_after:>6}")
         lines.append(f"  {'total':>11} " + " ".join(f"{t:>9}" for t in board.side_totals))
         if board.HasField("winner_side"):
             won = board.winner_side
-            who = ", ".join(f"seat {s} {names[s]}" for s in members[won])
+            who = ", ".join(f"{seat_name(s)} {names[s]}" for s in members[won])
             others = " - ".join(str(t) for s, t in enumerate(board.side_totals) if s != won)
-            lines.append(f"Side {won} ({who}) wins, {board.side_totals[won]} to {others}.")
+            lines.append(f"Side {number(won)} ({who}) wins, {board.side_totals[won]} to {others}.")
         return lines
 
 
 def _side_label(side: int, seats: Sequence[int]) -> str:
-    return f"side {side} (seats {'+'.join(map(str, seats))})"
+    return f"side {number(side)} (seats {seats_name(seats)})"
 
 
 def plural(count: int, noun: str) -> str:
@@ -154,7 +173,8 @@ EXPLANATIONS: Final[Mapping[errors_pb2.ErrorReason.ValueType, str]] = {
     ),
     errors_pb2.ERROR_REASON_HAND_IN_PROGRESS: "The hand is still being played.",
     errors_pb2.ERROR_REASON_HAND_OVER: "This hand is over: deal the next one first.",
-    errors_pb2.ERROR_REASON_MATCH_OVER: "The match is over: seat {winner} won.",
+    # The winner is a side; side N holds seat N, alone or with a partner.
+    errors_pb2.ERROR_REASON_MATCH_OVER: "The match is over: seat {winner}'s side won.",
     errors_pb2.ERROR_REASON_VERSION_MISMATCH: (
         "The table changed while you were choosing: look again and replay."
     ),
@@ -210,6 +230,18 @@ def explain(error: BasraError, target: str) -> str:
     if template is None:
         return f"The server refused: {error.message} ({error.reason or error.code.name})"
     try:
-        return template.format(**error.metadata)
+        return template.format(**_counted_from_1(error.metadata))
     except KeyError:
         return template
+
+
+SEAT_METADATA: Final = frozenset({"seat", "turn", "winner"})
+"""The ErrorInfo metadata that name a seat (or, ``winner``, a side), numbered from 0."""
+
+
+def _counted_from_1(metadata: Mapping[str, str]) -> dict[str, str]:
+    """The metadata with each seat numbered as people count (``number``)."""
+    return {
+        key: str(number(int(value))) if key in SEAT_METADATA and value.isdigit() else value
+        for key, value in metadata.items()
+    }
