@@ -177,9 +177,9 @@ def test_a_claim_hands_out_its_seats_token_once_and_every_seat_sees_the_name(
 def test_a_second_claim_changes_nothing_stored(server: ServerThread, store: redis.Redis) -> None:
     created = create(server)
     (invitation,) = created.invitations
-    claim(server, created.match_id, invitation.code, request_id="first")
+    claim(server, created.match_id, invitation.code, request_id=str(uuid.uuid4()))
     before = snapshot(store, created.match_id)
-    for request_id in ("", "second"):
+    for request_id in ("", str(uuid.uuid4())):
         rejection = refused(
             lambda r=request_id: claim(server, created.match_id, invitation.code, "Bob", r)  # type: ignore[misc]
         )
@@ -192,19 +192,50 @@ def test_a_claim_retried_with_its_request_id_answers_the_same_token_and_claims_o
 ) -> None:
     created = create(any_server)
     (invitation,) = created.invitations
-    first = claim(any_server, created.match_id, invitation.code, "Guest", request_id="claim-1")
-    again = claim(any_server, created.match_id, invitation.code, "Guest", request_id="claim-1")
+    request_id = str(uuid.uuid4())
+    first = claim(any_server, created.match_id, invitation.code, "Guest", request_id=request_id)
+    again = claim(
+        any_server, created.match_id, invitation.code, "Guest", request_id=request_id.upper()
+    )
     assert again.seat_token == first.seat_token
     assert again.view.version == first.view.version == 2  # not claimed twice
     # The same request_id for another claim (another name) is a reused id, not a retry.
     rejection = refused(
-        lambda: claim(any_server, created.match_id, invitation.code, "Other", "claim-1")
+        lambda: claim(any_server, created.match_id, invitation.code, "Other", request_id)
     )
     assert (rejection.code, rejection.reason) == (
         grpc.StatusCode.INVALID_ARGUMENT,
         "REQUEST_ID_REUSED",
     )
     assert rejection.metadata["field"] == "request_id"
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    [
+        "1",
+        "claim-1",
+        "00000000-0000-0000-0000-000000000000",
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+    ],
+)
+def test_a_claims_request_id_is_a_random_uuid_as_secret_as_the_token_it_returns(
+    server: ServerThread, store: redis.Redis, request_id: str
+) -> None:
+    """Anyone holding the link could otherwise get the claimer's token back by repeating the
+    claim with a guessable request_id and the public display name."""
+    created = create(server)
+    (invitation,) = created.invitations
+    before = snapshot(store, created.match_id)
+    rejection = refused(
+        lambda: claim(server, created.match_id, invitation.code, "Guest", request_id)
+    )
+    assert (rejection.code, rejection.reason) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_ARGUMENT",
+    )
+    assert rejection.metadata["field"] == "request_id"
+    assert snapshot(store, created.match_id) == before
 
 
 def test_a_claim_without_request_id_keeps_no_copy_of_the_token(
@@ -641,7 +672,9 @@ def test_invitations_and_tokens_are_stored_only_as_hashes_and_never_logged(
         )
         host = created.seat_tokens[0].token
         codes = [i.code for i in created.invitations]
-        first = claim(server, created.match_id, codes[0], request_id="c1").seat_token.token
+        first = claim(
+            server, created.match_id, codes[0], request_id=str(uuid.uuid4())
+        ).seat_token.token
         refused(lambda: claim(server, created.match_id, codes[0]))
         reissued = reissue(server, created.match_id, host, 3).invitation.code
         second = claim(server, created.match_id, reissued).seat_token.token

@@ -7,6 +7,7 @@ import asyncio
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -719,8 +720,9 @@ def test_invited_players_claim_their_seats_through_the_asyncio_client(
             )
             assert sorted(match.tokens) == [0]
             code = match.invitations[1]
-            guest = await client.claim_seat(match.id, code, "Guest", request_id="claim-1")
-            retried = await client.claim_seat(match.id, code, "Guest", request_id="claim-1")
+            claim_id = str(uuid.uuid4())
+            guest = await client.claim_seat(match.id, code, "Guest", request_id=claim_id)
+            retried = await client.claim_seat(match.id, code, "Guest", request_id=claim_id)
             assert retried.seat == guest.seat == 1
             assert retried.claimed == guest.claimed
             assert [s.display_name for s in (await match.view()).seats] == ["Host", "Guest"]

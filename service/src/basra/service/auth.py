@@ -158,7 +158,9 @@ def check_match_id(match_id: str) -> str:
 
 
 def check_request_id(request_id: str, *, creating: bool = False) -> str:
-    """``request_id`` if well formed ("" means none); a creating one in canonical form.
+    """``request_id`` if well formed ("" means none). ``creating``: the request_id of a call
+    whose retry answers seat tokens (CreateMatch, a creating Deal, ClaimSeat), so it is as
+    secret as they are: a random UUID, in canonical form.
 
     Raises:
         ServiceError: INVALID_ARGUMENT naming request_id.
@@ -170,10 +172,10 @@ def check_request_id(request_id: str, *, creating: bool = False) -> str:
     if creating and not _RANDOM_UUID.fullmatch(request_id):
         raise invalid_argument(
             "request_id",
-            "must be a random UUID (version 4, e.g. 3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c) to "
-            "create a match: it guards the seat tokens",
+            "must be a random UUID (version 4, e.g. 3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c): a "
+            "retry with it answers a seat token, so it must be as hard to guess",
         )
-    # One UUID, one match: its canonical form is lower case (RFC 9562), whatever case was sent.
+    # One UUID, one call: its canonical form is lower case (RFC 9562), whatever case was sent.
     return request_id.lower() if creating else request_id
 
 

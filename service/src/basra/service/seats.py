@@ -39,7 +39,7 @@ class Seats:
         match_id = auth.check_match_id(request.match_id)
         if not request.invitation:
             raise invalid_argument("invitation", "is required: the code of the invitation")
-        request_id = auth.check_request_id(request.request_id)
+        request_id = auth.check_request_id(request.request_id, creating=True)
         name = names.display_name(request.display_name, "display_name")
         asked = auth.request_hash(request_id) if request_id else b""
         fingerprinted = fingerprint(request) if request_id else b""
