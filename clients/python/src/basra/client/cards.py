@@ -7,10 +7,32 @@ command: letters (``10D QS``) or suit symbols (``10♦ Q♠``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
-from basra.engine import CARDS, Card, format_cards
 from basra.v1 import game_pb2
+
+try:
+    from basra.engine import CARDS, Card, format_cards
+except ImportError as error:
+    # A folder named basra in the script's directory (or the current one, with -c or -m), a
+    # clone of this repository say, joins the basra namespace; with the packages installed
+    # editable (`make setup`) its engine/ folder is found first and stands for basra.engine, a
+    # namespace of no module, and the import fails with "unknown location". Say which folder
+    # does it and what to do.
+    engine = sys.modules.get("basra.engine")
+    if engine is None or getattr(engine, "__file__", None) is not None:
+        raise
+    found = [str(folder) for folder in getattr(engine, "__path__", ())]
+    shadows = ", ".join(str(Path(folder).parent) for folder in found)
+    raise ImportError(
+        f"basra.engine is the folder {', '.join(found)}, not the installed package: the folder "
+        f"{shadows} (beside your script, or the current directory's) shadows the installed "
+        "basra namespace. Rename that folder (e.g. clone into basra-engine) or run the script "
+        "from another directory.",
+        name="basra.engine",
+    ) from error
 
 CardLike = Card | str | game_pb2.Card
 """A card as the client accepts it: an engine ``Card``, a token (``"10D"``, ``"TD"``,
