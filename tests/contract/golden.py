@@ -68,6 +68,7 @@ RPCS: Final = (
     "CreateWatchToken",
     "RevokeWatchTokens",
     "ClaimSeat",
+    "GetInvitation",
     "ReissueInvitation",
 )
 CALL_TIMEOUT_S: Final = 10.0

@@ -3,8 +3,8 @@ answers: every request is sent as the guide writes it to a server that allows se
 response is compared with the guide's JSON.
 
 The guide writes responses in JSON with ``//`` and ``/* */`` comments, where ``…`` leaves parts
-out: ``[…]`` and ``{…}`` stand for any value, and ``…`` as an object's last member for members
-not shown. Everything else must be the server's, field for field: a response written without
+out: ``[…]`` and ``{…}`` stand for any value, and ``…`` as an object's member for members not
+shown. Everything else must be the server's, field for field: a response written without
 ``…`` (the creation's) is the whole response. Seat tokens are random, so they are compared by
 shape. The plays between the steps shown are the greedy policy's (``basra.client``'s
 ``greedy_choice`` for the seat to play, seat 0 dealing), as the guide says.
@@ -62,7 +62,7 @@ def parse(block: str) -> Json:
     """A guide's JSON block as an expectation (``ANY`` and ``MORE`` where it writes ``…``)."""
     code = COMMENT.sub(lambda m: m.group(1) or "", block)
     code = re.sub(r"\[\s*…\s*\]|\{\s*…\s*\}", lambda _: json.dumps(ANY), code)
-    code = re.sub(r",\s*…\s*\}", lambda _: f", {json.dumps(MORE)}: true}}", code)
+    code = re.sub(r",\s*…\s*(?=[,}])", lambda _: f", {json.dumps(MORE)}: true", code)
     assert "…" not in code, f"an ellipsis the test cannot read:\n{code}"
     return json.loads(code)
 
@@ -199,6 +199,7 @@ def test_the_worked_example_is_what_the_server_answers(seeded_server: ServerThre
 
 def test_an_ellipsis_leaves_out_only_what_it_stands_for() -> None:
     expectation = parse('{"a": [1, 2], "b": […], "c": {"d": 1, …}}  // a comment')
+    assert parse('{"a": 1, …, "b": 2}') == {"a": 1, MORE: True, "b": 2}
     assert not list(differences(expectation, {"a": [1, 2], "b": 7, "c": {"d": 1, "e": 2}}))
     assert list(differences(expectation, {"a": [1, 2], "b": 7, "c": {"d": 2}}))
     assert list(differences(expectation, {"a": [1], "b": 7, "c": {"d": 1}}))
