@@ -672,6 +672,43 @@ def test_dotfiles_in_the_web_root_are_never_served(
     assert post(server, "/assets/app.js", b"", {}, method="GET")[0] == 200
 
 
+MALFORMED: Final = [
+    ("GET", "/" + "a" * 15_000, {}),
+    ("GET", "/%00", {}),
+    ("GET", "/index.html%00.js", {}),
+    ("GET", "/" + "a/" * 4_000, {}),
+    ("GET", "/" + "b" * 300 + "/x.js", {}),  # a part longer than a file name may be
+    ("POST", "/basra.v1.BasraService/ListRules", {"x-note": "\xff\xfe"}),
+    ("POST", "/basra.v1.BasraService/GetMatch", {"authorization": "Bearer \xe9\xe9"}),
+]
+"""Requests no client of the port sends: paths that can name no file, headers that are no
+UTF-8 text (http.client sends a str header as latin-1 bytes)."""
+
+
+def test_a_malformed_request_gets_a_4xx_and_logs_no_error(
+    start_server: Callable[..., ServerThread], web_root: Path
+) -> None:
+    """Whoever sends it, a malformed request is the client's fault: a 4xx, no ERROR line, no
+    traceback, at most one WARNING; the port serves the next request as before."""
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        server = start_server(web_root=str(web_root))
+        for method, path, headers in MALFORMED:
+            body = b"{}" if method == "POST" else b""
+            sent = {"content-type": "application/json", **headers} if body else headers
+            status, _, _ = post(server, path, body, sent, method=method)
+            assert 400 <= status < 500, (path[:40], headers, status)
+        assert post(server, "/", b"", {}, method="GET")[0] == 200
+        server.stop()
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    entries = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    assert not [e for e in entries if e["level"] in ("ERROR", "CRITICAL")]
+    assert not [e for e in entries if "exc" in e or "Traceback" in e["msg"]]
+    assert len([e for e in entries if e["level"] == "WARNING"]) <= len(MALFORMED)
+
+
 def test_a_request_with_content_length_and_transfer_encoding_closes_the_connection(
     start_server: Callable[..., ServerThread],
 ) -> None:

@@ -445,6 +445,11 @@ class HttpApp:
             return
         if scope["type"] != "http":
             return  # websockets: not served (the server closes the connection)
+        if not _headers_decode(scope):
+            # connectrpc decodes every header as UTF-8: one that is not is a client's error,
+            # answered here before it could raise inside the library (an HTTP 500).
+            await _respond(send, 400, b"header values must be UTF-8 text\n")
+            return
         origin = _header(scope, b"origin")
         cors = self._cors(origin)
         if scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method"):
@@ -508,17 +513,43 @@ class HttpApp:
         await _respond(send, 200, b"" if scope["method"] == "HEAD" else body, headers, len(body))
 
     def _file(self, path: str) -> Path | None:
+        """The web root's file ``path`` names, or None: nothing outside the root, no dotfile,
+        and no path that cannot name one of its files (a NUL, past ``MAX_PATH`` characters or
+        ``MAX_PATH_PARTS`` parts) ever reaches the file system."""
         if self.web_root is None:
             return None
         relative = path.lstrip("/") or INDEX
-        if any(part.startswith(".") for part in relative.split("/")):
-            return None  # dotfiles (.env, .git) are never served, whatever the web root holds
-        candidate = (self.web_root / relative).resolve()
-        if not candidate.is_relative_to(self.web_root):
+        parts = relative.split("/")
+        if len(relative) > MAX_PATH or len(parts) > MAX_PATH_PARTS or "\0" in relative:
             return None
-        if candidate.is_dir():
-            candidate = candidate / INDEX
-        return candidate if candidate.is_file() else None
+        if any(part.startswith(".") for part in parts):
+            return None  # dotfiles (.env, .git) are never served, whatever the web root holds
+        try:
+            candidate = (self.web_root / relative).resolve()
+            if not candidate.is_relative_to(self.web_root):
+                return None
+            if candidate.is_dir():
+                candidate = candidate / INDEX
+            return candidate if candidate.is_file() else None
+        except (OSError, ValueError):
+            return None  # a name the file system refuses (too long a part, say) is no file
+
+
+MAX_PATH: Final = 1024
+"""The longest path (characters) the web root is searched for: its files' are a few dozen."""
+MAX_PATH_PARTS: Final = 16
+"""The most parts (between slashes) a path the web root is searched for may have."""
+
+
+def _headers_decode(scope: Scope) -> bool:
+    """Whether every header of the request is UTF-8 text (what connectrpc decodes them as)."""
+    try:
+        for key, value in scope.get("headers", ()):
+            bytes(key).decode()
+            bytes(value).decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 GRPC_ELSEWHERE: Final = (
