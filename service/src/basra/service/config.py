@@ -416,6 +416,32 @@ class Settings:
         "most seconds a strong bot searches for one move (it stops after the world in "
         "progress; its budget of rollouts usually ends the search well before)",
     )
+    bot_move_deadline_s: float = setting(
+        2.0,
+        "BASRA_BOT_MOVE_DEADLINE_SECONDS",
+        "most seconds a strong bot's search may run in a thinking process (more than "
+        "--bot-strong-seconds); past it the bot makes the greedy move instead and the process "
+        "is replaced (a stuck search)",
+    )
+    bot_queue: int = setting(
+        64,
+        "BASRA_BOT_QUEUE",
+        "strong bot moves that may wait for a thinking process per replica, moves of matches "
+        "with a person served first; past it a waiting move of a match of bots only makes room "
+        "(else the new move does) and is made greedy instead",
+    )
+    bot_only_matches: int = setting(
+        32,
+        "BASRA_BOT_ONLY_MATCHES",
+        "live matches of bots only (no person seat) per replica, every caller together: "
+        "creating one more is refused RESOURCE_EXHAUSTED until one ends",
+    )
+    bot_only_matches_per_caller: int = setting(
+        4,
+        "BASRA_BOT_ONLY_MATCHES_PER_CALLER",
+        "live matches of bots only one caller (its API key, else its address) may have per "
+        "replica: creating one more is refused RESOURCE_EXHAUSTED until one ends",
+    )
 
     # Constants: no operator turns these (each says why it is what it is); tests set them.
     response_wait_s: float = constant(
@@ -497,6 +523,11 @@ class Settings:
             raise SettingError("drain_s", "must be 0 or more")
         if self.bot_pace_s < 0:
             raise SettingError("bot_pace_s", "must be 0 or more")
+        if self.bot_move_deadline_s <= self.bot_strong_seconds:
+            raise SettingError(
+                "bot_move_deadline_s",
+                "must be more than the strong bot's search time (--bot-strong-seconds)",
+            )
         if self.presence_ttl_s <= self.presence_interval_s:
             raise SettingError(
                 "presence_ttl_s",
