@@ -6,9 +6,12 @@ lines joined."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
+import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -520,6 +523,69 @@ def test_a_tracing_setting_the_service_cannot_honour_stops_it_from_starting(
     monkeypatch.setenv(name, setting)
     with pytest.raises(ValueError, match=name):
         tracing.from_environment()
+
+
+@pytest.fixture
+def silent_collector() -> Iterator[int]:
+    """A collector's port that takes connections and never answers (nor reads)."""
+    held: list[socket.socket] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.05)
+        stop = threading.Event()
+
+        def hold() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    held.append(listener.accept()[0])
+
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        yield int(listener.getsockname()[1])
+        stop.set()
+        holder.join()
+    for connection in held:
+        connection.close()
+
+
+def test_a_collector_that_never_answers_holds_the_stop_no_longer_than_its_bound(
+    silent_collector: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spans still batched get a bounded time to go; past it the stop goes on without
+    them, says so once, and the SDK's exit handler does not wait for them either."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{silent_collector}")
+    traced = tracing.from_environment()
+    assert traced is not None
+    traced.tracer.start_span("unsent").end()
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    try:
+        assert traced.shutdown(timeout_s=0.2) is False
+    finally:
+        logging.getLogger("basra").handlers.clear()
+    (line,) = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    assert (line["level"], line["logger"]) == ("WARNING", "basra.tracing")
+    assert "did not answer" in line["msg"]
+
+
+def test_the_sdks_own_records_go_through_the_json_formatter() -> None:
+    """The OTLP exporter's failures are JSON lines like every other, secrets redacted, rather
+    than plain text on stderr."""
+    buffer = io.StringIO()
+    logs.setup("INFO", buffer)
+    token = "C" * 43
+    try:
+        exporter = logging.getLogger("opentelemetry.exporter.otlp.proto.grpc.exporter")
+        exporter.warning("Failed to export traces, headers authorization: Bearer %s", token)
+        exporter.debug("not shown: the libraries' records are warnings and worse")
+    finally:
+        logging.getLogger("basra").handlers.clear()
+        logging.getLogger("opentelemetry").handlers.clear()
+    (line,) = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    assert line["logger"] == "opentelemetry.exporter.otlp.proto.grpc.exporter"
+    assert line["level"] == "WARNING"
+    assert token not in line["msg"]
 
 
 def test_untraced_calls_log_no_trace(start_server: Callable[..., ServerThread]) -> None:

@@ -79,14 +79,25 @@ class JsonFormatter(logging.Formatter):
         return redact(json.dumps(entry, default=str, ensure_ascii=False))
 
 
+LIBRARY_LOGGERS: Final = ("opentelemetry",)
+"""Libraries whose own records (the OTLP exporter's failures, say) would otherwise reach
+Python's last-resort handler: plain text on stderr, outside the JSON lines."""
+
+
 def setup(level: str, stream: Any = None) -> None:
-    """Send every ``basra`` log record to ``stream`` (stderr) as JSON lines."""
+    """Send every ``basra`` log record to ``stream`` (stderr) as JSON lines, and the warnings
+    of ``LIBRARY_LOGGERS`` with them."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger("basra")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+    for name in LIBRARY_LOGGERS:
+        library = logging.getLogger(name)
+        library.handlers[:] = [handler]
+        library.setLevel(max(logging.WARNING, root.level))
+        library.propagate = False
 
 
 def log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -19,7 +19,9 @@ key or argument of a store command.
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final
@@ -34,6 +36,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
 
 from basra.service.errors import ServiceError
+
+log = logging.getLogger("basra.tracing")
+
+EXPORT_AT_EXIT_S: Final = 2.0
+"""How long the spans still batched get to reach the collector as the server stops."""
 
 ENVIRONMENT: Final = frozenset(
     {
@@ -291,9 +298,26 @@ class Tracing:
                 self._stores[summary] = attributes
         return self.tracer.start_span(summary, kind=SpanKind.CLIENT, attributes=attributes)
 
-    def shutdown(self) -> None:
-        """Export what is left and stop (blocks: call it from a thread)."""
-        self.provider.shutdown()
+    def shutdown(self, timeout_s: float = EXPORT_AT_EXIT_S) -> bool:
+        """Export what is left and stop, within ``timeout_s`` (blocks: call it from a thread).
+
+        The SDK's own shutdown waits up to 30 s for a collector that takes connections and
+        never answers; it runs in a daemon thread instead, given ``timeout_s``, so the process
+        stops on time and its exit ends whatever export is still waiting. Answers whether the
+        export finished (False: the spans still batched are lost, and a warning says so).
+        """
+        stopping = threading.Thread(
+            target=self.provider.shutdown, name="basra-traces-shutdown", daemon=True
+        )
+        stopping.start()
+        stopping.join(timeout_s)
+        if stopping.is_alive():
+            log.warning(
+                "traces not exported at exit: the collector did not answer in time",
+                extra={"timeout_s": timeout_s},
+            )
+            return False
+        return True
 
 
 class _Ended:
@@ -385,6 +409,8 @@ def from_environment() -> Tracing | None:
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
-    provider = TracerProvider(resource=resource)
+    # Shut down by the server's stop, within a bound (Tracing.shutdown), never by the SDK's
+    # exit handler, which would wait for an unanswering collector as long as it likes.
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     return Tracing(provider)
