@@ -738,9 +738,9 @@ def test_invited_players_claim_their_seats_through_the_asyncio_client(
 @pytest.mark.parametrize(
     ("code", "reason", "metadata", "says"),
     [
-        (grpc.StatusCode.FAILED_PRECONDITION, "INVITATION_CLAIMED", {"seat": "1"}, "Seat 1"),
+        (grpc.StatusCode.FAILED_PRECONDITION, "INVITATION_CLAIMED", {"seat": "1"}, "Seat 2"),
         (grpc.StatusCode.PERMISSION_DENIED, "INVITATION_INVALID", {"match_id": "m"}, "creator"),
-        (grpc.StatusCode.PERMISSION_DENIED, "SEAT_TOKEN_REVOKED", {"seat": "3"}, "seat 3"),
+        (grpc.StatusCode.PERMISSION_DENIED, "SEAT_TOKEN_REVOKED", {"seat": "3"}, "seat 4"),
         (grpc.StatusCode.PERMISSION_DENIED, "NOT_MATCH_CREATOR", {"seat": "1"}, "created"),
         (grpc.StatusCode.INVALID_ARGUMENT, "DISPLAY_NAME_INVALID", {"rule": "length"}, "32"),
     ],

@@ -21,14 +21,14 @@ def test_demo_plays_a_whole_match_and_prints_every_play_and_the_scoreboard(
     assert demo.run(any_server.target, out, seed=17) == 0
     text = out.getvalue()
     plays = re.findall(
-        r"^ +\d+\. seat [01] \((greedy|random)\) plays \S+: (takes|it stays on the floor)",
+        r"^ +\d+\. seat [12] \((greedy|random)\) plays \S+: (takes|it stays on the floor)",
         text,
         re.M,
     )
     hands = re.findall(r"^== Hand \d+", text, re.M)
     assert len(plays) == 48 * len(hands)
     assert "Scoreboard" in text
-    assert re.search(r"^Seat [01] \((greedy|random) bot\) wins, \d+ to \d+\.$", text, re.M)
+    assert re.search(r"^Seat [12] \((greedy|random) bot\) wins, \d+ to \d+\.$", text, re.M)
     assert re.search("[\u2663\u2666\u2665\u2660]", text), "cards are shown with suit symbols"
     assert "Seed 17 (replay this match: basra-engine demo --seed 17)" in text
 
@@ -98,7 +98,7 @@ def test_the_demo_pits_two_levels_of_the_servers_bots_against_each_other(
     out = io.StringIO()
     assert demo.run(server.target, out, seed=5, symbols=False, levels=("strong", "greedy")) == 0
     text = out.getvalue()
-    assert "the server's bots, seat 0 strong, seat 1 greedy" in text
-    assert re.search(r"seat 0 \(strong\) plays \S+", text)
-    assert re.search(r"seat 1 \(greedy\) plays \S+", text)
+    assert "the server's bots, seat 1 strong, seat 2 greedy" in text
+    assert re.search(r"seat 1 \(strong\) plays \S+", text)
+    assert re.search(r"seat 2 \(greedy\) plays \S+", text)
     assert "Scoreboard" in text

@@ -38,9 +38,9 @@ def test_the_documented_first_match_plays_a_whole_match(
     with contextlib.redirect_stdout(out):
         exec(compile(code.replace("localhost:50051", any_server.target), document, "exec"), {})
     lines = out.getvalue().splitlines()
-    assert re.fullmatch(r"seat [01] wins", lines[-1])
+    assert re.fullmatch(r"seat [12] wins", lines[-1])
     assert len(lines) > 96  # at least two hands of 48 plays
-    assert all(re.fullmatch(r"seat [01] plays (10|[2-9AJQK])[CDHS]", line) for line in lines[:-1])
+    assert all(re.fullmatch(r"seat [12] plays (10|[2-9AJQK])[CDHS]", line) for line in lines[:-1])
 
 
 def test_the_readme_the_guide_and_the_package_docstring_show_the_same_code() -> None:

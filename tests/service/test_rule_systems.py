@@ -420,16 +420,16 @@ def test_the_demo_plays_a_four_seat_partnership_match_with_bots(server: ServerTh
     out = io.StringIO()
     assert demo.run(server.target, out, seed=4, rules="egyptian", seats=4, symbols=False) == 0
     text = out.getvalue()
-    assert "egyptian rules in two partnerships (seats 0+2, 1+3)" in text
+    assert "egyptian rules in partnerships (seats 1+3, 2+4)" in text
     assert "basra-engine demo --seed 4 --rules egyptian --seats 4" in text
-    assert all(f"seat {s} (" in text for s in range(4)), "every seat's bot plays"
-    assert "side 0+2  side 1+3" in text
+    assert all(f"seat {s} (" in text for s in range(1, 5)), "every seat's bot plays"
+    assert "side 1+3  side 2+4" in text
     last = text.splitlines()[-1]
     assert last.startswith("Side ")
     assert "wins" in last
 
 
-def test_a_person_plays_seat_0_of_a_three_seat_persian_match_against_two_bots(
+def test_a_person_plays_the_first_seat_of_a_three_seat_persian_match_against_two_bots(
     server: ServerThread,
 ) -> None:
     import io
@@ -446,7 +446,7 @@ def test_a_person_plays_seat_0_of_a_three_seat_persian_match_against_two_bots(
     status = play.run(server.target, out, answer, seed=6, rules="persian", seats=3, symbols=False)
     text = out.getvalue()
     assert status == 0, text
-    assert "Basra (persian rules). You are seat 0 against the bots in seats 1, 2" in text
+    assert "Basra (persian rules). You are seat 1 against the bots in seats 2, 3" in text
     assert any(p.startswith("Play which card?") for p in prompts)
     assert "wins" in text.splitlines()[-1]
 

@@ -15,9 +15,10 @@ A whole match between two greedy bots (both seats played by one program)::
                 seat = match.seat(view.turn)  # acts with that seat's token
                 card, plan_id = greedy_choice(seat.plans())
                 played = seat.play(card, plan_id, expected_version=view.version).played
-                print(f"seat {played.seat} plays {cards.text([played.card])}")
+                # The API counts seats from 0; people read them from 1, as the web table shows.
+                print(f"seat {played.seat + 1} plays {cards.text([played.card])}")
             view = match.view()
-        print("seat", match.score().winner, "wins")
+        print("seat", match.score().winner + 1, "wins")
 
 ``Client`` (synchronous) and ``AsyncClient`` (``basra.client.aio``, asyncio) offer the same
 calls. Every change carries a fresh UUIDv4 request id, kept for all attempts of that call: a
