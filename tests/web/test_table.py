@@ -2,8 +2,10 @@
 
 Each test starts ``basra-engine serve`` as a person runs it (its own process, free ports, the
 session's real redis-server, the built table at / on the HTTP port; its bots move at once and
-search briefly) and runs one scenario of web/e2e/ with Node. A scenario can ask this side to
-act on the service (``REQUEST restart``); it fails with the browser's own assertion message.
+search briefly) and runs one scenario with Node: one of web/e2e/, or one of this directory
+(``*.mts``, sharing ``support.mts``) that drives a seeded match through the API while the page
+follows it. A scenario can ask this side to act on the service (``REQUEST restart``); it fails
+with the browser's own assertion message.
 The invitation scenario reaches the service at this machine's network address, where the page
 is not a secure context. Chromium, the npm packages and the built table are prerequisites that
 ``make test`` sets up; when one is missing the tests fail (never skip) and say so. Screenshots
@@ -30,7 +32,8 @@ import pytest
 
 from tests.support import free_port
 
-ROOT: Final = Path(__file__).resolve().parents[2]
+HERE: Final = Path(__file__).resolve().parent
+ROOT: Final = HERE.parents[1]
 WEB: Final = ROOT / "web"
 DIST: Final = WEB / "dist"
 TSX: Final = WEB / "node_modules" / "tsx"
@@ -172,11 +175,14 @@ def network_service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
 
 
 def scenario(name: str, service: Service, screenshots: Path, **env: str) -> str:
-    """Runs web/e2e/<name>.ts against the service and returns its output; fails with it."""
+    """Runs a scenario against the service and returns its output; fails with it. ``name`` is
+    web/e2e/<name>.ts, or this directory's <name>.mts when ``name`` ends with ``.mts``."""
+    script = str(HERE / name) if name.endswith(".mts") else f"e2e/{name}.ts"
     output = []
     with subprocess.Popen(
-        # One process (node loading tsx), so that the scenario itself reads our stdin.
-        [NODE, "--import", "tsx", f"e2e/{name}.ts"],
+        # One process (node loading tsx, from web/ where it is installed), so that the scenario
+        # itself reads our stdin.
+        [NODE, "--import", "tsx", script],
         cwd=WEB,
         env={
             **os.environ,
