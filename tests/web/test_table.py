@@ -342,3 +342,11 @@ def test_the_pictures_of_the_table(service: Service, tmp_path: Path) -> None:
     assert Path(readme).stat().st_size > 0
     assert (pictures / "spectator.png").stat().st_size > 0
     assert (pictures / "arabic-360px.png").stat().st_size > 0
+
+
+def test_a_hands_end_shows_the_leftover_floor_as_a_play_and_calls_no_turn_under_the_sheet(
+    service: Service, tmp_path: Path
+) -> None:
+    # Also: a basra's count stands apart from the pile's count, on screen and in its text.
+    output = scenario("hand_end.mts", service, tmp_path)
+    assert "hand end: seat " in output

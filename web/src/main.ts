@@ -14,7 +14,7 @@
 // page fetches its view again (GetMatch), so the server stays the only judge of the rules.
 // CreateWatchToken gives the spectator link, whose page follows the same way with a read-only
 // token and the public view.
-import type { CardPlans, HandScored, MatchEvent, MatchView, Scoreboard } from "../gen/basra/v1/game_pb";
+import type { CardPlans, FloorCollected, HandScored, MatchEvent, MatchView, Scoreboard } from "../gen/basra/v1/game_pb";
 import { BotLevel, MatchStatus, SeatClaim } from "../gen/basra/v1/game_pb";
 import type { RuleSystem } from "../gen/basra/v1/rules_pb";
 import { backoff, basraClient, errorMetadata, errorReason, isUnreachable, pause, requestId, ruleSystems, untilAnswered, type Basra } from "./api";
@@ -98,6 +98,11 @@ class Table {
   /** Score's answer, for a sheet whose HandScored event this page did not see (a reload). */
   private scoreboard: Scoreboard | undefined;
   private events: MatchEvent[] = [];
+  /** Where each hand's leftover floor went, by hand number: the FloorCollected event of the
+   * version whose HandScored names the hand. */
+  private readonly collected = new Map<number, FloorCollected>();
+  /** A FloorCollected event waiting for its version's HandScored. */
+  private collecting: { version: bigint; event: FloorCollected } | undefined;
   private busy = false;
   private moment: Moment | undefined;
   private momentTimer: ReturnType<typeof setTimeout> | undefined;
@@ -349,10 +354,7 @@ class Table {
           if (!event) continue;
           attempt = 0;
           this.events = [...this.events, event].slice(-LOG_LENGTH);
-          if (event.event.case === "handScored") {
-            const hand = event.event.value.score?.hand;
-            if (hand !== undefined) this.scored.set(hand, event.event.value);
-          }
+          this.note(event);
           if (event.versionComplete) {
             after = event.version;
             if (alertText === RECONNECTING) showAlert(undefined);
@@ -383,6 +385,19 @@ class Table {
     }
   }
 
+  /** Keeps what the table draws from events: each hand's HandScored, and where its leftover
+   * floor went (FloorCollected comes before the HandScored of the same version). */
+  private note(event: MatchEvent): void {
+    const { event: what } = event;
+    if (what.case === "floorCollected") this.collecting = { version: event.version, event: what.value };
+    if (what.case !== "handScored") return;
+    const hand = what.value.score?.hand;
+    if (hand === undefined) return;
+    this.scored.set(hand, what.value);
+    if (this.collecting?.version === event.version) this.collected.set(hand, this.collecting.event);
+    this.collecting = undefined;
+  }
+
   private reconnecting(): void {
     showAlert(RECONNECTING);
   }
@@ -408,6 +423,8 @@ class Table {
       selected: this.selected,
       sheet: this.sheet(),
       events: this.events,
+      // Drawn once the hand is over, until the next deal.
+      collected: this.view.status === MatchStatus.PLAYING ? undefined : this.collected.get(this.view.handNumber),
       invites: this.saved.invites ?? {},
       connected: this.connected,
       watchLink: this.saved.watchLink,

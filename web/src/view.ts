@@ -2,7 +2,7 @@
 // change (the table is small). Every card element carries data-card="10H"; the other seats' cards
 // are drawn face down and carry none, since this page never knows them. A spectator's page has
 // no hand at all.
-import { BotLevel, MatchStatus, SeatClaim, type Card, type CardPlans, type CardPlayed, type HandScore, type MatchEvent, type MatchView, type Plan, type Rank } from "../gen/basra/v1/game_pb";
+import { BotLevel, MatchStatus, SeatClaim, type Card, type CardPlans, type CardPlayed, type FloorCollected, type HandScore, type MatchEvent, type MatchView, type Plan, type Rank } from "../gen/basra/v1/game_pb";
 import { SeatingDirection, type RuleSystem } from "../gen/basra/v1/rules_pb";
 import { cardCode, isRed, rankIndex, suitSymbol } from "./cards";
 import { h } from "./dom";
@@ -23,6 +23,9 @@ export interface TableState {
   readonly sheet: Sheet | undefined;
   /** The latest events, oldest first. */
   readonly events: readonly MatchEvent[];
+  /** Where the leftover floor went at the end of the view's hand, once that hand is over
+   * (FloorCollected, from the stream). */
+  readonly collected: FloorCollected | undefined;
   /** The invitation link of each other person's seat, by seat (the creator's page only). */
   readonly invites: Readonly<Record<number, string>>;
   /** Whether each seat has a WatchMatch stream open somewhere, by seat (undefined: not known
@@ -332,11 +335,13 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
   const around = Array.from({ length: count }, (_, seat) => seat).filter((seat) => seat !== me);
   // Between hands (or while the last hand's sheet is still open) the sheet takes the hand's place.
   const between = view.status !== MatchStatus.PLAYING || state.sheet !== undefined;
+  // A card can be played: the hand is on screen, its plans are known, no move is under way.
+  const playable = myTurn && !between && !state.busy && state.plans !== undefined;
 
   return h(
     "div",
     { class: "table", "data-seats": count },
-    renderStatus(state, myTurn, actions),
+    renderStatus(state, playable, between, actions),
     me === undefined ? h("p", { id: "watching", class: "note" }, t("watching")) : null,
     h("div", { class: "felt", id: "felt" },
       around.map((seat) => renderSeat(state, seat, placeOf(seat, count, me ?? 0, direction))),
@@ -345,7 +350,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
         view.floor.length === 0
           ? h("p", { class: "empty" }, t("emptyFloor"))
           : h("ul", { id: "floor" }, view.floor.map((card) => h("li", {}, cardElement(card, "span", {}, mayTake.has(cardCode(card)) ? "may-take" : ""))))),
-      renderLastPlay(state),
+      renderStrip(state),
       // The stock's last card, in the views that may see it (the dealer's, in some rule systems).
       view.bottomCard
         ? h("section", { id: "bottom", class: "bottom", "aria-labelledby": "bottom-heading" },
@@ -372,8 +377,9 @@ function standing(state: TableState, seat: number): HTMLElement {
     h("span", { class: "points" }, t("points", { count: side?.score ?? 0 })),
     " · ",
     h("span", { class: "pile" }, t("pile", { count: side?.capturedCount ?? 0 })),
-    // Counted as they happen, one star each, not only on the score sheet.
-    basras > 0 ? h("span", { class: "badge basras", "data-basras": basras }, t("basraCount", { count: basras })) : null);
+    // Counted as they happen, not only on the score sheet; set apart like the other figures, so
+    // that neither the eye nor a screen reader runs it into the pile's count.
+    basras > 0 ? [" · ", h("span", { class: "badge basras", "data-basras": basras }, t("basraCount", { count: basras }))] : null);
 }
 
 /** Another seat: its name, whether it deals or plays next, its hand face down, its standing. */
@@ -405,6 +411,12 @@ function renderSeat(state: TableState, seat: number, place: Place): HTMLElement 
   );
 }
 
+/** Under the floor: the last play and, once the hand is over, where the leftover floor went. */
+function renderStrip(state: TableState): HTMLElement | null {
+  const plays = [renderLastPlay(state), renderCollected(state)].filter((play) => play !== null);
+  return plays.length > 0 ? h("div", { class: "strip" }, plays) : null;
+}
+
 /** The last play, until the next one (the hand's last stays until the next deal): who, the card,
  * what it took (and a basra). */
 function renderLastPlay(state: TableState): HTMLElement | null {
@@ -417,6 +429,29 @@ function renderLastPlay(state: TableState): HTMLElement | null {
       played.captured.length ? h("span", { class: "arrow", "aria-hidden": "true" }, "⟶") : null,
       played.captured.map((card) => cardElement(card, "span", {}, "mini"))),
     h("p", { class: "what" }, playLine(played, state)));
+}
+
+/** The hand's end as a play of its own: the leftover floor going to the last capturer's side
+ * (or to nobody), drawn like the last play before it. Its cards carry no data-card: they are
+ * pictures of cards that left the floor, named for screen readers. */
+function renderCollected(state: TableState): HTMLElement | null {
+  const collected = state.collected;
+  if (!collected || collected.cards.length === 0) return null;
+  const { seat } = collected;
+  const who = seat === undefined ? t("leftoverNobody") : seat === mySeat(state.view) ? t("leftoverYou") : t("leftoverSeat", { who: seatLabel(state, seat) });
+  return h("section", { id: "floor-taken", class: "last-play collected", "data-seat": seat, "aria-labelledby": "floor-taken-heading" },
+    h("h2", { id: "floor-taken-heading", class: "visually-hidden" }, t("leftover")),
+    h("p", { class: "minis" }, collected.cards.map((card) => cardElement(card, "span", { "data-card": false }, "mini"))),
+    h("p", { class: "what" }, who));
+}
+
+/** Where the leftover floor went, in words (the past tense of the other plays). */
+function collectedLine(collected: FloorCollected, state: TableState): string {
+  const { seat } = collected;
+  if (collected.cards.length === 0) return t("floorEmptyAtEnd");
+  const cards = cardList(collected.cards);
+  if (seat === undefined) return t("nobodyCollects", { cards });
+  return seat === mySeat(state.view) ? t("youCollect", { cards }) : t("seatCollects", { who: seatLabel(state, seat), cards });
 }
 
 function renderHand(state: TableState, myTurn: boolean, actions: TableActions): HTMLElement {
@@ -461,12 +496,16 @@ function moveAlongHand(event: Event): void {
   event.preventDefault();
 }
 
-function renderStatus(state: TableState, myTurn: boolean, actions: TableActions): HTMLElement {
+/** The status line. It says "Your turn" only while a card of the hand can be played (`playable`):
+ * never under a score sheet, even when the next hand is dealt and waits for this seat. */
+function renderStatus(state: TableState, playable: boolean, between: boolean, actions: TableActions): HTMLElement {
   const { view } = state;
   const deals = state.rules?.seatCounts.find((count) => count.seats === view.seatCount)?.dealsPerHand ?? view.dealNumber;
+  const myTurn = view.status === MatchStatus.PLAYING && mySeat(view) !== undefined && view.toPlay === mySeat(view);
   let turn = "";
-  if (myTurn) turn = t("yourTurn");
-  else if (view.status === MatchStatus.PLAYING && view.toPlay !== undefined) turn = t("turnOf", { who: seatLabel(state, view.toPlay) });
+  if (between) turn = t("handOverStatus", { hand: state.sheet?.hand?.hand ?? view.handNumber });
+  else if (playable) turn = t("yourTurn");
+  else if (!myTurn && view.status === MatchStatus.PLAYING && view.toPlay !== undefined) turn = t("turnOf", { who: seatLabel(state, view.toPlay) });
   return h(
     "section",
     { class: "status" },
@@ -475,7 +514,7 @@ function renderStatus(state: TableState, myTurn: boolean, actions: TableActions)
     h("p", {}, t("handAndDeal", { hand: view.handNumber, deal: view.dealNumber, deals })),
     h("p", { id: "stock" }, t("stock", { count: view.stockSize })),
     // Announced to screen readers whenever the turn changes.
-    h("p", { id: "turn", class: myTurn ? "turn mine" : "turn", "aria-live": "polite" }, turn),
+    h("p", { id: "turn", class: playable ? "turn mine" : "turn", "aria-live": "polite" }, turn),
     // Leaving forgets the seat on this tab: it asks first (main.ts), and sits far from the links.
     h("button", { type: "button", id: "leave", class: "quiet", onclick: actions.leave }, t("leave")),
   );
@@ -661,7 +700,6 @@ export function playLine(played: CardPlayed, state: TableState): string {
  * switching the language rewrites the whole log). */
 export function describe(event: MatchEvent, state: TableState): string | undefined {
   const { event: what } = event;
-  const me = mySeat(state.view);
   switch (what.case) {
     case "handStarted":
       return t("handStarted", { hand: what.value.hand });
@@ -669,11 +707,8 @@ export function describe(event: MatchEvent, state: TableState): string | undefin
       return t("cardsDealt", { count: what.value.cardsEach });
     case "cardPlayed":
       return playLine(what.value, state);
-    case "floorCollected": {
-      const { seat } = what.value;
-      if (seat === undefined) return t("nobodyCollects");
-      return seat === me ? t("youCollect") : t("seatCollects", { who: seatLabel(state, seat) });
-    }
+    case "floorCollected":
+      return collectedLine(what.value, state);
     case "handScored":
       return t("handScored", { hand: what.value.score?.hand ?? 0 });
     case "gameEnded":
