@@ -350,3 +350,10 @@ def test_a_hands_end_shows_the_leftover_floor_as_a_play_and_calls_no_turn_under_
     # Also: a basra's count stands apart from the pile's count, on screen and in its text.
     output = scenario("hand_end.mts", service, tmp_path)
     assert "hand end: seat " in output
+
+
+def test_what_happened_is_never_an_empty_list_and_keeps_its_lines_across_a_reload(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("log.mts", service, tmp_path)
+    assert "lines kept across a reload" in output

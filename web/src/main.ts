@@ -24,7 +24,9 @@ import { browserLanguage, isLanguage, isRightToLeft, LANGUAGES, numberingSystem,
 import * as session from "./session";
 import { BOT_LEVELS, isolate, renderClaim, renderLobby, renderTable, resultText, seatLabel, sideLabel, type LobbyChoice, type Moment, type Sheet, type TableState } from "./view";
 
-/** How many events the log keeps. */
+/** How many events the log keeps. The page fetches them again from the match on every load:
+ * WatchMatch from this many versions back brings at least as many (a version holds one event
+ * or more). */
 const LOG_LENGTH = 8;
 /** How long a moment (a basra, the end of a hand, a game, the match) stays over the felt. */
 const MOMENT_MS = 1600;
@@ -131,11 +133,12 @@ class Table {
     return this.saved.me.matchId;
   }
 
-  /** Starts following the match. After a reload the stream starts after the last version this
-   * tab showed, so the log also tells what happened meanwhile. */
+  /** Starts following the match. The stream starts a few versions back (0: from the match's
+   * first event), so that the log shows the latest lines on every load, a reload's included,
+   * and the end of a hand shows where its leftover floor went. */
   async open(): Promise<void> {
-    const shown = BigInt(this.saved.version);
-    const after = shown > 0n && shown < this.view.version ? shown : this.view.version;
+    const back = BigInt(LOG_LENGTH);
+    const after = this.view.version > back ? this.view.version - back : 0n;
     this.accept(this.view);
     void this.watch(after, this.stop.signal);
     if (!this.watching && this.saved.watchLink === undefined) void this.fetchWatchLink();
@@ -179,8 +182,6 @@ class Table {
       this.plans = undefined;
       this.selected = undefined;
     }
-    this.saved = { ...this.saved, version: Number(view.version) };
-    session.save(this.saved);
     return changed;
   }
 
@@ -656,7 +657,6 @@ async function start(): Promise<void> {
     const saved: session.Saved = {
       me: { matchId: answer.matchId, seat: 0, token },
       invites: Object.fromEntries(answer.invitations.map(({ seat, code }) => [seat, session.inviteLink({ matchId: answer.matchId, seat, code })])),
-      version: Number(answer.view?.version ?? 0),
     };
     session.save(saved);
     showAlert(undefined);
@@ -739,7 +739,7 @@ async function claim(invite: session.Invite): Promise<void> {
   try {
     const answer = await untilAnswered(() => basraClient().claimSeat(request), () => showAlert(RECONNECTING));
     const seat = answer.seatToken?.seat ?? invite.seat;
-    const saved: session.Saved = { me: { matchId: invite.matchId, seat, token: answer.seatToken?.token ?? "" }, version: Number(answer.view?.version ?? 0) };
+    const saved: session.Saved = { me: { matchId: invite.matchId, seat, token: answer.seatToken?.token ?? "" } };
     session.forgetInvite();
     session.save(saved);
     session.saveName(displayName);
@@ -836,7 +836,7 @@ function openLink(): void {
     session.saveInvite(link.invite);
   } else if (link) {
     session.forgetInvite();
-    session.save({ me: link.pass, version: 0 });
+    session.save({ me: link.pass });
   }
   const invite = session.loadInvite();
   const saved = session.load();

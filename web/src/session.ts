@@ -35,8 +35,6 @@ export interface Saved {
   readonly invites?: Readonly<Record<number, string>>;
   /** The spectator link, once the service has given this seat its watch token. */
   readonly watchLink?: string;
-  /** The last version this page showed: WatchMatch resumes after it. */
-  readonly version: number;
 }
 
 const KEY = "basra.table";

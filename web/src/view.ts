@@ -725,8 +725,11 @@ export function describe(event: MatchEvent, state: TableState): string | undefin
   }
 }
 
-function renderLog(state: TableState): HTMLElement {
+/** What happened, the latest lines (rebuilt from the match's events after a reload); nothing
+ * until the first line arrives. */
+function renderLog(state: TableState): HTMLElement | null {
   const lines = state.events.map((event) => describe(event, state)).filter((line) => line !== undefined);
+  if (lines.length === 0) return null;
   return h(
     "section",
     { class: "log", "aria-labelledby": "log-heading" },
