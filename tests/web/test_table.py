@@ -357,3 +357,10 @@ def test_what_happened_is_never_an_empty_list_and_keeps_its_lines_across_a_reloa
 ) -> None:
     output = scenario("log.mts", service, tmp_path)
     assert "lines kept across a reload" in output
+
+
+def test_the_match_end_says_who_won_with_the_final_scores_and_offers_a_new_match(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("match_end.mts", service, tmp_path)
+    assert "match end: " in output

@@ -342,6 +342,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
     "div",
     { class: "table", "data-seats": count },
     renderStatus(state, playable, between, actions),
+    renderMatchEnd(state, actions),
     me === undefined ? h("p", { id: "watching", class: "note" }, t("watching")) : null,
     h("div", { class: "felt", id: "felt" },
       around.map((seat) => renderSeat(state, seat, placeOf(seat, count, me ?? 0, direction))),
@@ -503,7 +504,8 @@ function renderStatus(state: TableState, playable: boolean, between: boolean, ac
   const deals = state.rules?.seatCounts.find((count) => count.seats === view.seatCount)?.dealsPerHand ?? view.dealNumber;
   const myTurn = view.status === MatchStatus.PLAYING && mySeat(view) !== undefined && view.toPlay === mySeat(view);
   let turn = "";
-  if (between) turn = t("handOverStatus", { hand: state.sheet?.hand?.hand ?? view.handNumber });
+  if (view.status === MatchStatus.MATCH_OVER) turn = ""; // the match's end says it, below
+  else if (between) turn = t("handOverStatus", { hand: state.sheet?.hand?.hand ?? view.handNumber });
   else if (playable) turn = t("yourTurn");
   else if (!myTurn && view.status === MatchStatus.PLAYING && view.toPlay !== undefined) turn = t("turnOf", { who: seatLabel(state, view.toPlay) });
   return h(
@@ -623,8 +625,9 @@ function specialsText(rules: RuleSystem | undefined): string {
 }
 
 /** The last hand's score sheet, one column per side, as HandScored and Score report it; then
- * the next deal (or, once a bot or another player has dealt it, a button to go on to it), or the
- * match's result. */
+ * the next deal (or, once a bot or another player has dealt it, a button to go on to it). Once
+ * the match is over the sheet shows its last hand, and the match's end (renderMatchEnd) the
+ * result. */
 function renderSheet(state: TableState, sheet: Sheet, actions: TableActions): HTMLElement {
   const { view } = state;
   const { hand } = sheet;
@@ -661,10 +664,7 @@ function renderSheet(state: TableState, sheet: Sheet, actions: TableActions): HT
       : null,
     sheet.extraHand && winner === undefined ? h("p", { id: "extra-hand" }, t("extraHand")) : null,
     winner !== undefined
-      ? [
-          h("p", { id: "result", class: "result", role: "status" }, resultText(state, winner)),
-          h("button", { type: "button", id: "new-match", onclick: actions.newMatch }, t("newMatch")),
-        ]
+      ? null
       // Any seat deals the next hand (the deal is the same whoever asks); a spectator cannot.
       // Once it is dealt (by a bot that deals it, or another player) the button goes on to it.
       : view.status === MatchStatus.PLAYING
@@ -673,6 +673,29 @@ function renderSheet(state: TableState, sheet: Sheet, actions: TableActions): HT
           ? null
           : h("button", { type: "button", id: "next-hand", "data-focus": "next-hand", disabled: state.busy, onclick: actions.nextHand }, t("nextHand")),
   );
+}
+
+/** The match's end, at the top of the table: who won, each side's final score (the winner
+ * first, then by score; the games each side won in a rubber), and the way to a new match (back
+ * to the lobby, this seat forgotten). */
+function renderMatchEnd(state: TableState, actions: TableActions): HTMLElement | null {
+  const { view } = state;
+  const winner = view.winnerSide;
+  if (view.status !== MatchStatus.MATCH_OVER || winner === undefined) return null;
+  const sides = [...view.sides].sort((a, b) => Number(b.side === winner) - Number(a.side === winner) || b.score - a.score || a.side - b.side);
+  return h("section", { class: "match-end", id: "match-end", "aria-labelledby": "match-end-heading" },
+    h("h2", { id: "match-end-heading" }, t("matchOverHeading")),
+    h("p", { id: "result", class: "result", role: "status" }, resultText(state, winner)),
+    h("table", { id: "final-scores" },
+      h("caption", {}, t("finalScores")),
+      h("tbody", {}, sides.map((side) =>
+        h("tr", { "data-side": side.side, class: side.side === winner ? "winner" : "" },
+          h("th", { scope: "row" }, sideLabel(state, side.side), side.side === winner ? [" ", h("span", { class: "badge" }, t("winnerBadge"))] : null),
+          h("td", { class: "score" }, t("points", { count: side.score })),
+          view.options?.rubber ? h("td", { class: "games" }, t("gamesWon", { count: side.gamesWon })) : null)))),
+    h("p", { class: "actions" },
+      h("button", { type: "button", id: "new-match", "data-focus": "new-match", "aria-describedby": "new-match-note", onclick: actions.newMatch }, t("newMatch"))),
+    h("p", { id: "new-match-note", class: "note" }, t("newMatchNote")));
 }
 
 export function resultText(state: TableState, winnerSide: number): string {
