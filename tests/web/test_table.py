@@ -344,6 +344,13 @@ def test_the_pictures_of_the_table(service: Service, tmp_path: Path) -> None:
     assert (pictures / "arabic-360px.png").stat().st_size > 0
 
 
+def test_every_screen_fits_360_px_in_every_language_and_seat_labels_keep_their_parenthesis(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("narrow.mts", service, tmp_path)
+    assert "narrow: every screen fits 360 px" in output
+
+
 def test_a_hands_end_shows_the_leftover_floor_as_a_play_and_calls_no_turn_under_the_sheet(
     service: Service, tmp_path: Path
 ) -> None:

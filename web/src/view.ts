@@ -266,9 +266,19 @@ export function seatLabel(state: TableState, seat: number): string {
 }
 
 /** A seat's name as a heading's content: a person's name in its own <bdi> element. */
-function seatHeading(state: TableState, seat: number): Node | string {
+function seatHeading(state: TableState, seat: number): Node | (Node | string)[] {
   const name = state.view.seats[seat]?.displayName;
-  return seat !== mySeat(state.view) && name ? h("bdi", {}, name) : seatLabel(state, seat);
+  return seat !== mySeat(state.view) && name ? h("bdi", {}, name) : unbroken(seatLabel(state, seat));
+}
+
+/** A label for a narrow place (a side seat, a table's header): each parenthesis of the table's
+ * own ("(seat 2)") stays on one line, so the label wraps before it, never inside it. The text
+ * is unchanged; names people chose (isolated, see isolate) wrap as they are. */
+function unbroken(label: string): (Node | string)[] {
+  return label
+    .split(/(\u2068[^\u2069]*\u2069|\([^()\u2068\u2069]*\))/)
+    .filter((part) => part !== "")
+    .map((part) => (part.startsWith("(") ? h("span", { class: "nowrap" }, part) : part));
 }
 
 /** Whether a person plays the seat (not one of the service's bots). */
@@ -531,7 +541,7 @@ function renderScores(state: TableState): HTMLElement {
     h("h2", { id: "scores-heading" }, t("scores")),
     h("table", {}, h("tbody", {}, view.sides.map((side) =>
       h("tr", { "data-side": side.side, class: side.side === view.side && mySeat(view) !== undefined ? "mine" : "" },
-        h("th", { scope: "row" }, sideLabel(state, side.side)),
+        h("th", { scope: "row" }, unbroken(sideLabel(state, side.side))),
         h("td", { class: "score" }, t("points", { count: side.score })),
         h("td", {}, t("captured", { count: side.capturedCount })),
         h("td", { class: "basras" }, t("basraCount", { count: side.basras })),
@@ -647,7 +657,7 @@ function renderSheet(state: TableState, sheet: Sheet, actions: TableActions): HT
       ? [
           h("h2", { id: "sheet-heading" }, t("sheet", { hand: hand.hand })),
           h("table", {},
-            h("thead", {}, h("tr", {}, h("td", {}), sides.map(({ side }) => h("th", { scope: "col", "data-side": side }, sideLabel(state, side))))),
+            h("thead", {}, h("tr", {}, h("td", {}), sides.map(({ side }) => h("th", { scope: "col", "data-side": side }, unbroken(sideLabel(state, side)))))),
             h("tbody", {},
               row(t("sheetCards"), (side) => figure(side)?.cards ?? 0),
               row(majority, (side) => figure(side)?.majority ?? 0),
@@ -690,7 +700,7 @@ function renderMatchEnd(state: TableState, actions: TableActions): HTMLElement |
       h("caption", {}, t("finalScores")),
       h("tbody", {}, sides.map((side) =>
         h("tr", { "data-side": side.side, class: side.side === winner ? "winner" : "" },
-          h("th", { scope: "row" }, sideLabel(state, side.side), side.side === winner ? [" ", h("span", { class: "badge" }, t("winnerBadge"))] : null),
+          h("th", { scope: "row" }, unbroken(sideLabel(state, side.side)), side.side === winner ? [" ", h("span", { class: "badge" }, t("winnerBadge"))] : null),
           h("td", { class: "score" }, t("points", { count: side.score })),
           view.options?.rubber ? h("td", { class: "games" }, t("gamesWon", { count: side.gamesWon })) : null)))),
     h("p", { class: "actions" },
