@@ -193,7 +193,20 @@ def test_the_worked_example_is_what_the_server_answers(seeded_server: ServerThre
     # 7 to 10. The greedy plays to the end of hand 1, hand 2's deal, the deciding play, scores.
     check(7, blocks[7][0], seats.greedy_until(49))
     check(8, blocks[8][1], seats.call("Deal", parse(blocks[8][0]), 0))
-    check(9, blocks[9][0], seats.greedy_until(147))
+    decided = seats.greedy_until(147)
+    check(9, blocks[9][0], decided)
+    # "Both streams deliver these four events and then end with status OK."
+    for seat in (0, 1):
+        watch = pb.WatchMatchRequest(match_id=seats.match_id, after_version=146)
+        final = stub.WatchMatch(watch, metadata=seats.metadata(seat), timeout=CALL_TIMEOUT_S)
+        events = [json_format.MessageToDict(message.event) for message in final]
+        assert [next(iter(e.keys() - {"version", "versionComplete"})) for e in events] == [
+            "cardPlayed",
+            "floorCollected",
+            "handScored",
+            "matchEnded",
+        ]
+        assert events == decided["events"]
     check(10, blocks[10][0], seats.call("Score", {"matchId": seats.match_id}, 1))
 
 
