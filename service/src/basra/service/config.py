@@ -482,11 +482,6 @@ class Settings:
         "seconds a seat stays connected after its stream's last renewal when its replica stops "
         "without a goodbye: three renewals, so one failed renewal does not make a seat flicker",
     )
-    bot_max_thinking: int = constant(
-        16,
-        "strong bot moves handed to the thinking processes at once per replica; more wait "
-        "their turn on the replica, costing no CPU: enough to keep the processes busy",
-    )
 
     def __post_init__(self) -> None:
         if self.redis_url is not None:

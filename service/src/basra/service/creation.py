@@ -43,7 +43,8 @@ class Creation:
 
     ``api_key``: the key a creation must present (None: none asked, callers told apart by
     peer); ``allow_seeds``: whether a request may choose its seed; ``creations`` the replica's
-    bucket and ``caller_creations`` each caller's.
+    bucket and ``caller_creations`` each caller's; ``bot_only`` the live matches of bots only
+    each caller and the replica may have.
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class Creation:
         allow_seeds: bool,
         creations: TokenBucket,
         caller_creations: CallerBuckets,
+        bot_only: bots.BotOnlyMatches,
     ) -> None:
         self._matches = matches
         self._store = matches.store
@@ -67,6 +69,7 @@ class Creation:
         self._allow_seeds = allow_seeds
         self._creations = creations
         self._caller_creations = caller_creations
+        self._bot_only = bot_only
 
     async def first_deal(self, request: pb.DealRequest, caller: Caller) -> pb.DealResponse:
         """Deprecated creation: an ERAM match for two seats, exactly as before CreateMatch."""
@@ -138,7 +141,43 @@ class Creation:
             return await self._repeat_creation(
                 derived, request_id, fingerprinted, response_type, invited, name
             )
-        self._take_creation(caller)
+        who = self._caller_key(caller)
+        # A match of bots only plays itself out on this replica's CPU: its place is held from
+        # here, and given back unless the match is made.
+        place = self._bot_only.take(who) if bots.bots_only(levels) else None
+        try:
+            self._take_creation(who)
+            return await self._draw_and_store(
+                request,
+                request_id,
+                fingerprinted,
+                derived,
+                profile,
+                response_type,
+                levels,
+                invited,
+                name,
+                place,
+            )
+        finally:
+            if place is not None:
+                place.give_back()  # nothing once the match has kept it
+
+    async def _draw_and_store(
+        self,
+        request: CreateRequest,
+        request_id: str,
+        fingerprinted: bytes,
+        derived: str | None,
+        profile: Profile,
+        response_type: type[CreateResponse],
+        levels: bytes,
+        invited: Sequence[int],
+        name: str,
+        place: bots.Place | None,
+    ) -> CreateResponse:
+        """Draw the match and store it; a retry's original response when the derived id was
+        taken meanwhile. ``place``: the one a match of bots only keeps."""
         for _ in range(3):
             seed = request.seed if request.HasField("seed") else secrets.randbits(64)
             assert 0 <= seed <= MAX_SEED
@@ -176,6 +215,9 @@ class Creation:
                 entry=Outcome.of(1, state, events).entry(records.new_match_command(seed, profile)),
             )
             if await self._store.create(new):
+                if place is not None:
+                    # Before the bots are told of it: its end gives the place back.
+                    place.keep(match_id)
                 self._metrics.matches_created.inc()
                 self._metrics.hands_dealt.inc()
                 log.info("match created", extra={"match_id": match_id})
@@ -199,15 +241,19 @@ class Creation:
                 )
         raise internal()  # three random 128-bit ids taken: not a thing that happens
 
-    def _take_creation(self, caller: Caller) -> None:
-        """Spend one creation of the caller's bucket and one of the replica's.
+    def _caller_key(self, caller: Caller) -> str:
+        """Who the creation limits count: the API key's scope when one is required (every
+        holder of the key is one caller), else the client's address."""
+        key = self._api_key
+        return auth.caller_scope(key) if key is not None else "peer:" + peer_host(caller.peer)
+
+    def _take_creation(self, who: str) -> None:
+        """Spend one creation of ``who``'s bucket and one of the replica's.
 
         Raises:
             ServiceError: RESOURCE_EXHAUSTED / RATE_LIMITED, metadata ``scope`` ``caller`` (this
                 caller made too many) or ``replica`` (all callers together did).
         """
-        key = self._api_key
-        who = auth.caller_scope(key) if key is not None else "peer:" + peer_host(caller.peer)
         mine = self._caller_creations.bucket(who)
         if (wait := mine.take()) > 0:
             raise _rate_limited(wait, "caller")

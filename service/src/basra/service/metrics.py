@@ -189,6 +189,12 @@ class Metrics:
     gc_frozen: Gauge
     bot_think: Timing
     bot_moves: Tally
+    bot_fallbacks: Tally
+    bot_worker_deaths: Tally
+    bot_workers_ready: Gauge
+    bot_thinking: Gauge
+    bot_queue: Gauge
+    bot_only_matches: Gauge
     calls_in_flight: Gauge
     """The calls held now, by port (``CallLimit``'s counts, read at each scrape)."""
     # Labelled children by label values, resolved once: every call goes through observe_call.
@@ -348,6 +354,41 @@ class Metrics:
                 "Bot moves (plays and deals) this replica tried, by level and result: applied, "
                 "or lost (another replica made the move first, or the match moved on)",
                 ["level", "result"],
+                registry=registry,
+            ),
+            bot_fallbacks=Tally(
+                "basra_bot_fallbacks",
+                "Strong bot moves made greedy instead, by reason: deadline (the search ran past "
+                "it: stuck, its process replaced), queue_full, worker_died (the move's process "
+                "died twice) or unavailable (no thinking process could be started)",
+                ["reason"],
+                registry=registry,
+            ),
+            bot_worker_deaths=Tally(
+                "basra_bot_worker_deaths",
+                "Strong bots' thinking processes that died (killed, out of memory) and were "
+                "replaced",
+                registry=registry,
+            ),
+            bot_workers_ready=Gauge(
+                "basra_bot_workers_ready",
+                "0 while a strong bots' thinking process cannot be started (the replica is not "
+                "ready), else 1",
+                registry=registry,
+            ),
+            bot_thinking=Gauge(
+                "basra_bot_thinking",
+                "Strong bot moves being thought in the thinking processes now",
+                registry=registry,
+            ),
+            bot_queue=Gauge(
+                "basra_bot_queue",
+                "Strong bot moves waiting for a thinking process",
+                registry=registry,
+            ),
+            bot_only_matches=Gauge(
+                "basra_bot_only_matches",
+                "Live matches of bots only this replica created (each counted until it ends)",
                 registry=registry,
             ),
             store_full=Gauge(

@@ -62,8 +62,11 @@ class Servicer(Dispatcher):
             metrics,
             pace_s=settings.bot_pace_s,
             workers=settings.bot_workers,
-            max_thinking=settings.bot_max_thinking,
             strong_seconds=settings.bot_strong_seconds,
+            deadline_s=settings.bot_move_deadline_s,
+            queue=settings.bot_queue,
+            bot_only_matches=settings.bot_only_matches,
+            bot_only_per_caller=settings.bot_only_matches_per_caller,
             tracing=tracing,
         )
         self._watchers = watch.Watchers(
@@ -90,11 +93,17 @@ class Servicer(Dispatcher):
                 settings.caller_create_burst,
                 settings.rate_limit_callers,
             ),
+            bot_only=self._bots.bot_only,
         )
         self._seats = Seats(matches, callers, changes, metrics)
         self._reads = Reads(matches, callers, engine)
         self._watching = Watching(matches, callers, self._watchers, metrics)
         self._bots.bind(self._moves.bot_read, self._moves.bot_move)
+
+    @property
+    def bots_ready(self) -> bool:
+        """False while the strong bots' thinking processes cannot be started."""
+        return self._bots.ready
 
     async def close(self) -> None:
         """Stop making bot moves and end the open WatchMatch streams' shared reader (the server
