@@ -668,8 +668,8 @@ def watch_key_lives_as_long_as_the_match(store: RedisStore, direct: Expiries) ->
         direct.delete(keys.watch_key(other))
         assert await store.commit(other, commit(1))
         assert direct.get(keys.watch_key(other)) == b""
-        # The same expiry as the record's, set in the same script run (within its run: the
-        # script's PEXPIREs read the clock each, a millisecond apart on a loaded machine).
+        # The record's expiry, set by the same script run as a time to live: the two are equal
+        # to within that run, which the test does not time.
         made = int(direct.pexpiretime(keys.watch_key(other)))
         assert 0 <= made - int(direct.pexpiretime(keys.match_key(other))) < 1_000
         assert (await store.watch_access((other,)))[other] is None

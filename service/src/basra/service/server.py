@@ -222,6 +222,7 @@ class BasraServer:
             "ok": "store reachable",
             "full": "store full (out of memory, refusing writes): NOT_SERVING",
             "down": "store unreachable: NOT_SERVING",
+            "bots": "strong bots' thinking processes cannot be started: NOT_SERVING",
         }
         while True:
             if self.http is not None and self.http.failed:
@@ -240,6 +241,8 @@ class BasraServer:
             except StoreUnavailableError as exc:
                 state = "down"
                 cause = str(exc)  # why: refused, timed out, a TLS certificate not trusted
+            if state == "ok" and self.servicer is not None and not self.servicer.bots_ready:
+                state = "bots"
             if state != seen:
                 status = (
                     health_pb2.HealthCheckResponse.SERVING
