@@ -18,8 +18,10 @@ from basra.service import auth
 from basra.service.store import keys
 from basra.service.store.codec import decode_record, encode_record
 from basra.v1 import basra_service_pb2 as pb
+from basra.v1 import game_pb2
 from tests.service.conftest import new_match, rpc_error
 from tests.service.driver import audit_states, bearer, play_match
+from tests.service.driver import stub as driver_stub
 from tests.service.test_match_flow import cards_in
 from tests.support import ServerThread, StreamReader, wait_until
 
@@ -310,3 +312,27 @@ def test_a_revoked_salt_less_watch_token_is_token_invalid_on_play_and_deal_too(
     for rpc, call in calls.items():
         r = Rejection.of(rpc_error(call))
         assert (r.code, r.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TOKEN_INVALID"), rpc
+
+
+def test_a_retried_creation_of_bots_only_answers_the_same_watch_token_which_keeps_working(
+    any_server: ServerThread,
+) -> None:
+    """The creator of a match of bots only holds no seat: the watch token is all the creation
+    hands out, so a retry (the same request_id) must answer the very same one, and the token
+    the first answer held keeps reading the match."""
+    stub = driver_stub(any_server)
+    request = pb.CreateMatchRequest(
+        bots=[game_pb2.BOT_LEVEL_GREEDY, game_pb2.BOT_LEVEL_RANDOM],
+        request_id=str(uuid.uuid4()),
+    )
+    first: pb.CreateMatchResponse = stub.CreateMatch(request, timeout=10)
+    again: pb.CreateMatchResponse = stub.CreateMatch(request, timeout=10)
+    assert first.watch_token
+    assert again.match_id == first.match_id
+    assert again.watch_token == first.watch_token
+    for token in (first.watch_token, again.watch_token):
+        seen = stub.GetMatch(
+            pb.GetMatchRequest(match_id=first.match_id), metadata=bearer(token), timeout=10
+        ).view
+        assert seen.spectator
+        assert seen.match_id == first.match_id
