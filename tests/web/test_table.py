@@ -371,3 +371,10 @@ def test_the_match_end_says_who_won_with_the_final_scores_and_offers_a_new_match
 ) -> None:
     output = scenario("match_end.mts", service, tmp_path)
     assert "match end: " in output
+
+
+def test_the_rule_systems_names_and_lines_are_the_services_in_the_pages_language(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("rule_names.mts", service, tmp_path)
+    assert "rule names: " in output

@@ -35,12 +35,6 @@ const en = {
   gameEnded: "Game {game} goes to {who}.",
   youSitFirst: "You sit at seat {seat}.",
   start: "Start the match",
-  rulesEram: "Classic, to {target}",
-  rulesEgyptian: "Egyptian, to {target}",
-  rulesJordanian: "Jordanian: basras worth double the card",
-  rulesLobashev: "Six-card deals (Lobashev)",
-  rulesPersian: "Persian, each for themself",
-  rulesPersianPartnership: "Persian, with a partner",
   botNote: "The server plays the bots, each seeing only its own cards: the random bot plays any card, the greedy bot takes the most it can at once, the strong bot weighs every play against the cards it cannot see.",
   inviteLabel: "Send this link to the player of seat {seat}. It works once: the first to open it and give a name takes the seat.",
   watchLabel: "Spectator link: whoever opens it watches the table live and sees nobody's hand.",
@@ -87,6 +81,7 @@ const en = {
   canTake: "can capture",
   handOverMoment: "Hand {hand} is over",
   howToPlay: "How to play",
+  ruleSystemsHeading: "The rule systems",
   thisMatch: "This match: {name}.",
   leaveQuestion: "Leave this table? This tab forgets your seat: an invitation link works once, so coming back takes a new one from the match's creator.",
   leaveQuestionCreator: "Leave this table? You created this match: once this tab forgets your seat, nobody can give it back to you.",
@@ -249,12 +244,6 @@ const ar: Catalog = {
   gameEnded: "الشوط {game} لـ{who}.",
   youSitFirst: "أنت في المقعد {seat}.",
   start: "ابدأ المباراة",
-  rulesEram: "كلاسيكية، إلى {target}",
-  rulesEgyptian: "مصرية",
-  rulesJordanian: "أردنية: الباصرة بضعف الورقة",
-  rulesLobashev: "توزيع ست أوراق (لوباشيف)",
-  rulesPersian: "إيرانية، كل لاعب لنفسه",
-  rulesPersianPartnership: "إيرانية، مع شريك",
   botNote: "الخادم يلعب عن الكمبيوتر، ولا يرى كل كمبيوتر إلا ورقه: العشوائي يلعب أي ورقة، والطمّاع يأكل أكثر ما يقدر عليه في الحال، والقوي يزن كل لعبة مقابل الورق الذي لا يراه.",
   inviteLabel: "أرسل هذا الرابط إلى لاعب المقعد {seat}. يعمل مرة واحدة: أول من يفتحه ويكتب اسمه يأخذ المقعد.",
   watchLabel: "رابط المشاهدة: من يفتحه يتابع الطاولة مباشرة ولا يرى ورق أحد.",
@@ -329,6 +318,7 @@ const ar: Catalog = {
   canTake: "تأكل",
   handOverMoment: "انتهت اليد {hand}",
   howToPlay: "طريقة اللعب",
+  ruleSystemsHeading: "أنواع القواعد",
   thisMatch: "هذه المباراة: {name}.",
   leaveQuestion: "هل تغادر الطاولة؟ ستنسى هذه الصفحة مقعدك: رابط الدعوة يعمل مرة واحدة، فلن تعود إلا بدعوة جديدة من منشئ المباراة.",
   leaveQuestionCreator: "هل تغادر الطاولة؟ أنت منشئ هذه المباراة: إذا نسيت هذه الصفحة مقعدك فلن يستطيع أحد أن يعيده إليك.",
@@ -487,12 +477,6 @@ const fa: Catalog = {
   gameEnded: "بازی {game} را {who} برد.",
   youSitFirst: "شما روی صندلی {seat} می‌نشینید.",
   start: "شروع بازی",
-  rulesEram: "کلاسیک، تا {target}",
-  rulesEgyptian: "مصری",
-  rulesJordanian: "اردنی: بصره دو برابر کارت",
-  rulesLobashev: "پخش شش‌کارتی (لوباشف)",
-  rulesPersian: "ایرانی، هر کس برای خودش",
-  rulesPersianPartnership: "ایرانی، با یار",
   botNote: "ربات‌ها را سرور بازی می‌کند و هر ربات فقط کارت‌های خودش را می‌بیند: ربات تصادفی هر کارتی را بازی می‌کند، ربات حریص بیشترین کارتی را که همان لحظه بتواند برمی‌دارد، ربات قوی هر بازی را در برابر کارت‌هایی که نمی‌بیند می‌سنجد.",
   inviteLabel: "این پیوند را برای بازیکن صندلی {seat} بفرست. فقط یک بار کار می‌کند: اولین کسی که بازش کند و نامش را بنویسد صندلی را می‌گیرد.",
   watchLabel: "پیوند تماشا: هر کس آن را باز کند میز را زنده می‌بیند و دست هیچ‌کس را نمی‌بیند.",
@@ -539,6 +523,7 @@ const fa: Catalog = {
   canTake: "می‌تواند بردارد",
   handOverMoment: "دست {hand} تمام شد",
   howToPlay: "راهنمای بازی",
+  ruleSystemsHeading: "انواع قواعد",
   thisMatch: "این بازی: {name}.",
   leaveQuestion: "میز را ترک می‌کنید؟ این برگه صندلی شما را فراموش می‌کند: پیوند دعوت فقط یک بار کار می‌کند، پس برای برگشتن دعوت تازه‌ای از سازندهٔ بازی لازم است.",
   leaveQuestionCreator: "میز را ترک می‌کنید؟ شما سازندهٔ این بازی هستید: وقتی این برگه صندلی‌تان را فراموش کند، هیچ‌کس نمی‌تواند آن را به شما برگرداند.",
@@ -665,6 +650,11 @@ let language: Language = "en";
  * language ("ar-EG" writes Arabic-Indic digits, "ar-MA" Latin ones), else the language. */
 let locale = "en";
 
+/** The page's language. */
+export function currentLanguage(): Language {
+  return language;
+}
+
 export function isRightToLeft(lang: Language): boolean {
   return RIGHT_TO_LEFT.has(lang);
 }
@@ -753,7 +743,6 @@ const RULES_TEXT: Record<Language, readonly (readonly [string, string])[]> = {
     ["Your turn", "Play one card from your hand. A number card (ace is 1) takes every floor card of its rank, and every group of floor cards that adds up to its value. A queen or a king takes only queens or kings. A jack sweeps the whole floor. A card that can take must take; a card that cannot stays on the floor."],
     ["Basra", "Clearing the floor with a capture is a basra: 10 points (in the Jordanian rules, twice the card). A jack's sweep is never a basra. The seven of diamonds sweeps too, and is a basra when the floor held little (the rules say how little)."],
     ["End of a hand", "When the cards run out, whatever is left on the floor goes to the last side that took. A tie for the majority scores nothing now: its points carry over to the next majority scored."],
-    ["The rule systems", "Classic: two players, to 121. Egyptian: two players, or four in two partnerships, to 101; the dealer sees the stock's last card; a rubber of five games if you like. Jordanian: as Egyptian, a basra is worth twice its card. Six-card deals (Lobashev): six cards a deal, the majority is worth 3, the seven of diamonds is an ordinary seven. Persian: two to four players each for themself, to 101. Persian with a partner: four players in two partnerships."],
     ["On this table", "Click a card to play it. A card with one way to take plays at once; with several, choose one: each shows the cards it takes and its points. Cards that can take are marked with a dot. Your partner sits across from you."],
   ],
   ar: [
@@ -761,7 +750,6 @@ const RULES_TEXT: Record<Language, readonly (readonly [string, string])[]> = {
     ["دورك", "العب ورقة واحدة من يدك. ورقة الرقم (الآص بواحد) تأكل كل ورقة على الأرض من رقمها، وكل مجموعة أوراق مجموعها قيمتها. البنت والشايب لا يأكلان إلا مثلهما. الولد يكنس الأرض كلها. الورقة التي تستطيع الأكل يجب أن تأكل، والتي لا تستطيع تبقى على الأرض."],
     ["الباصرة", "إذا أكلت فأفرغت الأرض فهي باصرة: ١٠ نقاط (وفي القواعد الأردنية ضعف قيمة الورقة). كنس الولد ليس باصرة أبدًا. سبعة الديناري تكنس الأرض أيضًا، وتكون باصرة إذا كان على الأرض قليل (القواعد تحدد كم)."],
     ["نهاية اليد", "عندما ينتهي الورق، يذهب ما بقي على الأرض لآخر فريق أكل. التعادل في الأغلبية لا يُحسب الآن: تُرحَّل نقاطه إلى الأغلبية التالية."],
-    ["أنواع القواعد", "الكلاسيكية: لاعبان، حتى ١٢١. المصرية: لاعبان، أو أربعة في فريقين، حتى ١٠١؛ الموزّع يرى آخر ورقة في الرزمة؛ ويمكن لعب روبر من خمسة أشواط. الأردنية: مثل المصرية، والباصرة بضعف ورقتها. توزيع ست أوراق (لوباشيف): ست أوراق في كل توزيعة، الأغلبية بـ٣ نقاط، وسبعة الديناري سبعة عادية. الإيرانية: من لاعبين إلى أربعة، كل لاعب لنفسه، حتى ١٠١. الإيرانية مع شريك: أربعة لاعبين في فريقين."],
     ["على هذه الطاولة", "اضغط على ورقة لتلعبها. الورقة التي لها أكلة واحدة تُلعب فورًا؛ وإن كان لها أكثر من أكلة فاختر واحدة: كل اختيار يعرض الأوراق التي يأكلها ونقاطه. الأوراق التي تأكل عليها نقطة. شريكك يجلس مقابلك."],
   ],
   fa: [
@@ -769,7 +757,6 @@ const RULES_TEXT: Record<Language, readonly (readonly [string, string])[]> = {
     ["نوبت شما", "یک کارت از دستتان بازی کنید. کارت عددی (آس یک است) هر کارت هم‌عدد زمین را برمی‌دارد، و هر دسته کارتی که جمعش برابر عدد آن باشد. بی‌بی و شاه فقط بی‌بی و شاه برمی‌دارند. سرباز همهٔ زمین را جارو می‌کند. کارتی که بتواند بردارد باید بردارد؛ کارتی که نتواند روی زمین می‌ماند."],
     ["بصره", "اگر با برداشتن، زمین را خالی کنید بصره است: ۱۰ امتیاز (در قواعد اردنی دو برابر کارت). جاروی سرباز هیچ‌وقت بصره نیست. هفت خشت هم زمین را جارو می‌کند و وقتی زمین کم‌کارت باشد بصره است (قواعد می‌گویند چقدر)."],
     ["پایان دست", "وقتی کارت‌ها تمام شود، هرچه روی زمین مانده به آخرین تیمی می‌رسد که برداشته. تساوی در اکثریت الان امتیازی ندارد: امتیازش به اکثریت بعدی منتقل می‌شود."],
-    ["انواع قواعد", "کلاسیک: دو نفر، تا ۱۲۱. مصری: دو نفر، یا چهار نفر در دو تیم، تا ۱۰۱؛ پخش‌کننده آخرین کارت دسته را می‌بیند؛ اگر بخواهید رابر پنج‌بازی. اردنی: مثل مصری، بصره دو برابر کارتش. پخش شش‌کارتی (لوباشف): هر پخش شش کارت، اکثریت ۳ امتیاز، هفت خشت یک هفت معمولی است. ایرانی: دو تا چهار نفر، هر کس برای خودش، تا ۱۰۱. ایرانی با یار: چهار نفر در دو تیم."],
     ["روی این میز", "روی کارت بزنید تا بازی شود. کارتی که فقط یک راه برداشتن دارد فوراً بازی می‌شود؛ اگر چند راه دارد یکی را انتخاب کنید: هر گزینه کارت‌هایی را که برمی‌دارد و امتیازش را نشان می‌دهد. کارت‌هایی که می‌توانند بردارند نقطه دارند. یارتان روبه‌روی شما می‌نشیند."],
   ],
 };

@@ -1,6 +1,7 @@
 // The web table: a reference client of basra.v1 for frontend teams.
 //
-// The flow is the one the API guide describes. ListRules offers the rule systems; CreateMatch
+// The flow is the one the API guide describes. ListRules offers the rule systems (named and
+// described for players in the page's language: RuleSystem.wordings); CreateMatch
 // creates the match under the one chosen, with the service's bots in the seats given to a bot
 // (CreateMatchRequest.bots, at the level chosen) and invitations for the other people's seats
 // (CreateMatchRequest.invitations): it returns this page's own seat's token and one invitation
@@ -116,7 +117,11 @@ class Table {
    * views of changes leave SeatSummary.connected unset). */
   private connected: (boolean | undefined)[] = [];
 
-  constructor(private saved: session.Saved, view: MatchView, private readonly rules: RuleSystem | undefined) {
+  /** The match's rule system, as ListRules describes it, and every rule system it lists. */
+  private readonly rules: RuleSystem | undefined;
+
+  constructor(private saved: session.Saved, view: MatchView, private readonly systems: readonly RuleSystem[]) {
+    this.rules = systems.find((system) => system.name === view.rules);
     this.me = basraClient(saved.me.token);
     this.view = view;
     this.notePresence(view);
@@ -420,6 +425,7 @@ class Table {
     return {
       view: this.view,
       rules: this.rules,
+      systems: this.systems,
       plans: this.plans,
       selected: this.selected,
       sheet: this.sheet(),
@@ -672,7 +678,7 @@ async function start(): Promise<void> {
  * for it (a reload, a link). A pass whose match is gone or whose token is refused goes back to
  * the lobby. */
 async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
-  let rules: RuleSystem | undefined;
+  let all: RuleSystem[];
   joining = true;
   try {
     if (!view) {
@@ -683,7 +689,7 @@ async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
       view = answer.view;
       showAlert(undefined);
     }
-    rules = (await ruleSystems()).find((system) => system.name === view?.rules);
+    all = await ruleSystems();
   } catch (error) {
     joining = false;
     showError(error);
@@ -694,7 +700,7 @@ async function sit(saved: session.Saved, view?: MatchView): Promise<void> {
   if (!view) return lobby();
   invited = undefined;
   table?.close();
-  table = new Table(saved, view, rules);
+  table = new Table(saved, view, all);
   await table.open().catch(showError);
 }
 

@@ -3,17 +3,19 @@
 // are drawn face down and carry none, since this page never knows them. A spectator's page has
 // no hand at all.
 import { BotLevel, MatchStatus, SeatClaim, type Card, type CardPlans, type CardPlayed, type FloorCollected, type HandScore, type MatchEvent, type MatchView, type Plan, type Rank } from "../gen/basra/v1/game_pb";
-import { SeatingDirection, type RuleSystem } from "../gen/basra/v1/rules_pb";
+import { SeatingDirection, type RuleSystem, type RuleSystemWording } from "../gen/basra/v1/rules_pb";
 import { cardCode, isRed, rankIndex, suitSymbol } from "./cards";
 import { h } from "./dom";
 import type { Invite } from "./session";
-import { cardList, cardName, formatList, formatNumber, rulesText, t, type MessageId } from "./i18n";
+import { cardList, cardName, currentLanguage, formatList, formatNumber, rulesText, t, type MessageId } from "./i18n";
 
 /** What the table shows. */
 export interface TableState {
   readonly view: MatchView;
   /** The match's rule system, as ListRules describes it. */
   readonly rules: RuleSystem | undefined;
+  /** Every rule system ListRules lists (How to play names them). */
+  readonly systems: readonly RuleSystem[];
   /** The plans of every card of my hand, at the view's version (while it is my turn). */
   readonly plans: readonly CardPlans[] | undefined;
   /** The code of the card I chose, until I pick its plan. */
@@ -115,19 +117,16 @@ export function cardElement(card: Card, tag = "span", attributes: Record<string,
   );
 }
 
-/** A rule system's name in the player's language (the server's English title otherwise). */
-const RULE_NAMES: Readonly<Record<string, MessageId>> = {
-  eram: "rulesEram",
-  egyptian: "rulesEgyptian",
-  jordanian: "rulesJordanian",
-  lobashev: "rulesLobashev",
-  persian: "rulesPersian",
-  "persian-partnership": "rulesPersianPartnership",
-};
+/** A rule system's wording for players, as ListRules gives it: the one of the page's language,
+ * else the English one, else none. */
+function wording(system: RuleSystem): RuleSystemWording | undefined {
+  const of = (lang: string) => system.wordings.find((candidate) => candidate.language.toLowerCase().split("-")[0] === lang);
+  return of(currentLanguage()) ?? of("en");
+}
 
+/** A rule system's name for players (its title when the service words it in no language). */
 function ruleName(system: RuleSystem): string {
-  const id = RULE_NAMES[system.name];
-  return id ? t(id, { target: system.target }) : system.title;
+  return wording(system)?.name || system.title;
 }
 
 export interface LobbyActions {
@@ -140,6 +139,7 @@ export interface LobbyActions {
 /** The lobby: the rule system, a seat count it allows, and who plays each other seat. */
 export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: LobbyChoice, actions: LobbyActions, busy: boolean): HTMLElement {
   const system = systems?.find((candidate) => candidate.name === choice.rules);
+  const description = system ? wording(system)?.description : undefined;
   const seatCount = system?.seatCounts.find((count) => count.seats === choice.seats);
   const onRules = (event: Event) => {
     const next = systems?.find((candidate) => candidate.name === (event.target as HTMLSelectElement).value);
@@ -175,9 +175,11 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
       },
       h("p", { class: "field" },
         h("label", { for: "rules" }, t("rulesLabel")),
-        h("select", { id: "rules", "data-focus": "rules", disabled: busy || !systems, onchange: onRules },
+        h("select", { id: "rules", "data-focus": "rules", disabled: busy || !systems, onchange: onRules, "aria-describedby": description ? "rules-description" : undefined },
           (systems ?? []).map((candidate) =>
             h("option", { value: candidate.name, selected: candidate.name === choice.rules }, ruleName(candidate))))),
+      // The chosen rule system in one line, under its name (a long name is clipped on a phone).
+      description ? h("p", { id: "rules-description", class: "note" }, description) : null,
       h("p", { class: "field" },
         h("label", { for: "seats" }, t("seatsLabel")),
         h("select", { id: "seats", "data-focus": "seats", disabled: busy || !system, onchange: onSeats },
@@ -199,7 +201,7 @@ export function renderLobby(systems: readonly RuleSystem[] | undefined, choice: 
       h("button", { type: "submit", id: "start", disabled: busy || !system }, t("start")),
     ),
     h("p", { class: "note" }, t("botNote")),
-    renderRules(undefined),
+    renderRules(undefined, systems ?? []),
   );
 }
 
@@ -376,7 +378,7 @@ export function renderTable(state: TableState, actions: TableActions): HTMLEleme
     renderLog(state),
     renderInvitations(state, actions),
     state.watchLink ? renderLink("watch", t("watchLabel"), state.watchLink, actions) : null,
-    renderRules(state.rules),
+    renderRules(state.rules, state.systems),
   );
 }
 
@@ -811,10 +813,16 @@ function renderLink(id: string, label: string, link: string, actions: TableActio
   );
 }
 
-/** How to play, in the page's language: a panel that opens in place. */
-export function renderRules(rules: RuleSystem | undefined): HTMLElement {
+/** How to play, in the page's language: a panel that opens in place. The rule systems are the
+ * service's (ListRules), each by its name and its line. */
+export function renderRules(rules: RuleSystem | undefined, systems: readonly RuleSystem[]): HTMLElement {
+  const described = systems.flatMap((system) => {
+    const line = wording(system)?.description;
+    return line ? [h("dt", {}, ruleName(system)), h("dd", {}, line)] : [];
+  });
   return h("details", { class: "rules", id: "how-to-play" },
     h("summary", {}, t("howToPlay")),
     rulesText().flatMap(([heading, text]) => [h("h3", {}, heading), h("p", {}, text)]),
+    described.length > 0 ? [h("h3", {}, t("ruleSystemsHeading")), h("dl", { class: "systems" }, described)] : null,
     rules ? h("p", { class: "note" }, t("thisMatch", { name: ruleName(rules) })) : null);
 }
