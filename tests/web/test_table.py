@@ -378,3 +378,10 @@ def test_the_rule_systems_names_and_lines_are_the_services_in_the_pages_language
 ) -> None:
     output = scenario("rule_names.mts", service, tmp_path)
     assert "rule names: " in output
+
+
+def test_an_invitation_link_says_taken_or_no_longer_works_before_any_name_is_typed(
+    service: Service, tmp_path: Path
+) -> None:
+    output = scenario("invitation_state.mts", service, tmp_path)
+    assert "invitation states: " in output

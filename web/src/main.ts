@@ -5,7 +5,8 @@
 // creates the match under the one chosen, with the service's bots in the seats given to a bot
 // (CreateMatchRequest.bots, at the level chosen) and invitations for the other people's seats
 // (CreateMatchRequest.invitations): it returns this page's own seat's token and one invitation
-// per invited seat, which goes into a link. Whoever opens the link chooses a name and claims the
+// per invited seat, which goes into a link. Whoever opens the link is told first what it opens
+// (GetInvitation: its seat, still open or claimed already), then chooses a name and claims the
 // seat (ClaimSeat: once; a second claim is refused), and only their page gets its token. The
 // creator can give a seat a new invitation (ReissueInvitation: a lost player, a link sent to the
 // wrong person). The page never plays a bot and never holds another seat's token: the service
@@ -16,6 +17,7 @@
 // CreateWatchToken gives the spectator link, whose page follows the same way with a read-only
 // token and the public view.
 import type { CardPlans, FloorCollected, HandScored, MatchEvent, MatchView, Scoreboard } from "../gen/basra/v1/game_pb";
+import { InvitationState } from "../gen/basra/v1/basra_service_pb";
 import { BotLevel, MatchStatus, SeatClaim } from "../gen/basra/v1/game_pb";
 import type { RuleSystem } from "../gen/basra/v1/rules_pb";
 import { backoff, basraClient, errorMetadata, errorReason, isUnreachable, pause, requestId, ruleSystems, untilAnswered, type Basra } from "./api";
@@ -717,7 +719,36 @@ let invited: session.Invite | undefined;
 let claimName = "";
 let claiming = false;
 
-/** An invitation link opened: ask for a name, then claim the seat. */
+/** An invitation link opened: GetInvitation says first what it opens. An open seat asks for a
+ * name (claimPage); a claimed one, or an invitation that no longer works (replaced, mistyped),
+ * says so at once and leaves the lobby free. Meanwhile the lobby shows with its Start disabled. */
+async function openInvite(invite: session.Invite): Promise<void> {
+  joining = true;
+  lobby();
+  try {
+    const answer = await untilAnswered(() => basraClient().getInvitation({ matchId: invite.matchId, invitation: invite.code }), () => showAlert(RECONNECTING));
+    joining = false;
+    if (answer.state === InvitationState.CLAIMED) {
+      session.forgetInvite();
+      showAlert(() => t("INVITATION_CLAIMED"));
+      return lobby();
+    }
+    showAlert(undefined);
+    // The seat the service names, whatever the link says.
+    const open = { ...invite, seat: answer.seat };
+    session.saveInvite(open);
+    claimPage(open);
+  } catch (error) {
+    joining = false;
+    showError(error);
+    // The server away: the name form, whose claim retries; any answer: no seat here.
+    if (isUnreachable(error)) return claimPage(invite);
+    session.forgetInvite();
+    lobby();
+  }
+}
+
+/** An open invitation: ask for a name, then claim the seat. */
 function claimPage(invite: session.Invite): void {
   table = undefined;
   invited = invite;
@@ -796,9 +827,8 @@ function applyLanguage(lang: Language): void {
   (document.getElementById("language-label") as HTMLElement).textContent = t("language");
   languageSelect.value = lang;
   if (alertText) alertBox.textContent = alertText();
-  const invite = session.loadInvite();
   if (table) table.render();
-  else if (invite) claimPage(invite);
+  else if (invited) claimPage(invited);
   else lobby();
 }
 
@@ -837,7 +867,11 @@ function main(): void {
  * replaces whatever this tab sat at before). */
 function openLink(): void {
   const link = session.takeLink();
-  if (link && "invite" in link) {
+  const held = session.load()?.me;
+  if (link && "invite" in link && held?.matchId === link.invite.matchId && held.seat === link.invite.seat) {
+    // This tab holds that seat's token already (it claimed the invitation): back to its table.
+    session.forgetInvite();
+  } else if (link && "invite" in link) {
     session.forget();
     session.saveInvite(link.invite);
   } else if (link) {
@@ -846,7 +880,7 @@ function openLink(): void {
   }
   const invite = session.loadInvite();
   const saved = session.load();
-  if (invite) claimPage(invite);
+  if (invite) void openInvite(invite);
   else if (saved) void sit(saved);
   else lobby();
 }
