@@ -1,5 +1,6 @@
 # The two quick-start commands are `make run` and `make test`: they build .venv, install, generate,
-# then serve / test. `make run` needs Python >= 3.11, make, Node.js 20+ and npm (the web table);
+# then serve / test. `make run` needs Python >= 3.11, make, Node.js 20+ and npm (the web table),
+# and installs ICU's headers, pkg-config and g++ with apt-get when they are missing (`make icu`);
 # `make test` also installs redis-server and chromium with apt-get when they are missing, and
 # `make test-all` (CI) kubectl too.
 SHELL := /bin/bash
@@ -35,7 +36,7 @@ TS_STUBS := $(NODE)/gen/.generated
 GATEWAY_API := tests/deploy/gateway_api
 GATEWAY_API_MODULES := $(GATEWAY_API)/node_modules/.package-lock.json
 
-.PHONY: help setup run test test-all lint typecheck unit unit-all bench golden redis-server kubectl contract-release clean
+.PHONY: help setup run test test-all lint typecheck unit unit-all bench golden redis-server kubectl icu contract-release clean
 .PHONY: web chromium screenshot clean-web
 
 # The web table (web/): npm packages from its lock file, stubs by buf, bundled by esbuild into
@@ -72,7 +73,7 @@ $(GEN): $(TOOLS) $(PROTOS)
 # Stage 2: the components (editable) with their runtime dependencies, pinned; the suite's tools
 # (pytest, mypy, ruff, ...: the dev dependency group) come on top for the test targets only.
 # (The engine is compiled by its own step, $(ENGINE), not by these editable installs.)
-$(RUNTIME): $(GEN) constraints.txt $(foreach c,$(COMPONENTS),$(c)/pyproject.toml) engine/setup.py
+$(RUNTIME): $(GEN) constraints.txt $(foreach c,$(COMPONENTS),$(c)/pyproject.toml) engine/setup.py | icu
 	$(call say,installing the engine$(comma) contract$(comma) client and service (editable) with their dependencies)
 	BASRA_ENGINE_COMPILE=no $(PIP) install -c constraints.txt $(foreach c,$(COMPONENTS),-e ./$(c))
 	@touch $@
@@ -131,6 +132,15 @@ redis-server: ## install Debian's redis-server when missing
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends redis-server \
 	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
 	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends redis-server; }; }
+
+# PyICU (the display names' confusable check, basra.service.names) compiles against Debian's ICU
+# when pip installs it: ICU's headers, pkg-config and a C++ compiler.
+icu: ## install Debian's libicu-dev, pkg-config and g++ when missing (PyICU builds against them)
+	@{ command -v g++ >/dev/null && pkg-config --exists icu-i18n 2>/dev/null; } || { \
+	  echo "ICU headers, pkg-config or g++ not found: installing Debian's libicu-dev pkg-config g++"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends libicu-dev pkg-config g++ \
+	  || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+	       $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends libicu-dev pkg-config g++; }; }
 
 # Deploy tests render the manifests with kubectl kustomize (Debian's kubernetes-client).
 kubectl: ## install Debian's kubectl when missing

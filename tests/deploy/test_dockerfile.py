@@ -34,6 +34,11 @@ PINNED_PYTHON: Final = re.compile(r"python:3\.11\.\d+-slim-[a-z]+(@sha256:[0-9a-
 PINNED_NODE: Final = re.compile(r"node:(\d+)\.\d+\.\d+-[a-z]+-slim(@sha256:[0-9a-f]{64})?")
 VENV: Final = "/opt/basra"
 WEB_ROOT: Final = "/opt/basra/web"
+RUNTIME_LIBRARY: Final = re.compile(
+    r"apt-get update && apt-get install -y --no-install-recommends (libicu\d+) "
+    r"&& rm -rf /var/lib/apt/lists/\*"
+)
+"""The one Debian package the runtime installs: ICU's shared library (PyICU links to it)."""
 BUILD_TOOLS: Final = re.compile(
     r"\b(apt-get|apt|apk|dnf|yum)\s+(install|add)\b|\bpip3?\s+install\b|-m\s+pip\s+install\b"
     r"|\b(gcc|g\+\+|cc|make|cmake|build-essential|buf)\b"
@@ -112,6 +117,8 @@ def test_builder_generates_the_stubs_and_builds_the_wheel() -> None:
     assert "pip wheel --no-deps" in script
     # The compiled engine: a C compiler in the builder, and a wheel that must compile.
     assert re.search(r"apt-get install -y --no-install-recommends gcc libc6-dev", script)
+    # PyICU compiles against ICU's headers, found by pkg-config, with a C++ compiler.
+    assert re.search(r"--no-install-recommends gcc libc6-dev g\+\+ libicu-dev pkg-config", script)
     assert "BASRA_ENGINE_COMPILE=yes .venv/bin/pip wheel --no-deps" in script
     assert FINAL.env()["BASRA_ENGINE"] == "compiled", "the image refuses the slow engine"
     assert f"{VENV}/bin/pip install -c constraints.txt /wheels/" in script
@@ -123,7 +130,10 @@ def test_builder_generates_the_stubs_and_builds_the_wheel() -> None:
 
 def test_the_final_stage_has_no_build_tools_or_installer() -> None:
     script = run_lines(FINAL)
-    assert not BUILD_TOOLS.search(script), script
+    # ICU's runtime library, its package lists removed in the same layer; nothing else.
+    assert RUNTIME_LIBRARY.search(script), script
+    assert not BUILD_TOOLS.search(RUNTIME_LIBRARY.sub("", script)), script
+    assert 'python -c "import icu"' in script, "the build proves PyICU finds its ICU"
     assert "pip uninstall --yes pip" in script
     assert "ensurepip" in script
     venv, table = copies(FINAL)

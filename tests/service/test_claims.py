@@ -325,7 +325,7 @@ def test_a_play_retried_after_a_seat_change_answers_as_it_did(any_server: Server
     tokens = {0: created.seat_tokens[0].token}
     for invitation in created.invitations:
         tokens[invitation.seat] = claim(
-            any_server, created.match_id, invitation.code
+            any_server, created.match_id, invitation.code, f"Guest {invitation.seat}"
         ).seat_token.token
     seen = view(any_server, created.match_id, tokens[0])
     assert seen.version == 4  # three claims
@@ -477,6 +477,16 @@ BAD_NAMES = [
     ("zero\u200bwidth", "character"),
     ("tag\U000e0041", "character"),
     ("private\ue000", "character"),
+    ("\u3164", "blank"),  # Hangul filler: default-ignorable, drawn as nothing
+    ("\u3164\u3164 \u3164", "blank"),
+    ("\u115f", "blank"),  # Hangul choseong filler
+    ("\u2800", "blank"),  # Braille pattern blank: a symbol with no dot
+    ("\u0301\u0308", "blank"),  # combining marks alone
+    ("\u200c", "blank"),  # a joiner alone
+    ("\ufe0f\u200d\u20dd", "blank"),  # a variation selector, a joiner, an enclosing mark
+    ("x" + "\u0301" * 31, "marks"),  # stacked marks, drawn over the lines around the name
+    ("x" + "\u0301" * 5, "marks"),  # one more than the bound
+    ("x\u0301\u0301\u200d\u0301\u0301\u0301", "marks"),  # a joiner does not end the run
 ]
 
 
@@ -518,14 +528,88 @@ def test_a_bad_display_name_is_refused_with_its_reason_and_changes_nothing(
         ("\u0633\u0627\u0631\u0627",) * 2,  # Arabic script, right to left
         ("x" * 32, "x" * 32),
         ("Ann Lee", "Ann Lee"),
+        # Arabic with its vowels: shadda and fatha stacked on one letter.
+        # (NFC puts the fatha before the shadda: canonical order.)
+        (
+            "\u0645\u064f\u062d\u064e\u0645\u0651\u064e\u062f",
+            "\u0645\u064f\u062d\u064e\u0645\u064e\u0651\u062f",
+        ),
+        # Persian with its vowels and a non-joiner.
+        ("\u0645\u064e\u0646\u0650\u06cc\u0698\u0647\u200c\u0647\u0627",) * 2,
+        # Pointed Hebrew: dagesh, sin dot and qamats on one letter.
+        ("\u05d9\u05b4\u05e9\u05b8\u05bc\u05c2\u05e9\u05db\u05b8\u05e8",) * 2,
+        ("x" + "\u0301" * 4,) * 2,  # as many marks in a row as a name may hold
+        ("\u2764\ufe0f Ann",) * 2,  # an emoji with its variation selector
+        # NFC, not NFKC: a compatibility character is kept as typed.
+        ("\ufb01 Lee", "\ufb01 Lee"),  # the fi ligature
+        ("\u2460", "\u2460"),  # a circled digit
+        ("\uff21lice", "\uff21lice"),  # a fullwidth A
     ],
 )
 def test_a_good_display_name_is_trimmed_and_normalized(
     any_server: ServerThread, given: str, shown: str
 ) -> None:
     created = create(any_server, name=given)
-    claimed = claim(any_server, created.match_id, created.invitations[0].code, given)
-    assert seating(claimed.view) == [(CREATOR, shown), (CLAIMED, shown)]
+    assert seating(created.view)[0] == (CREATOR, shown)
+    # Claimed at another table: at the same one the name would look like the creator's.
+    hosted = create(any_server)
+    claimed = claim(any_server, hosted.match_id, hosted.invitations[0].code, given)
+    assert seating(claimed.view) == [(CREATOR, "Host"), (CLAIMED, shown)]
+
+
+LOOK_ALIKES = [
+    ("Alice", "\u0410lice"),  # a Cyrillic A
+    ("\u0410lice", "Alice"),
+    ("Alice", "\uff21lice"),  # a fullwidth A
+    ("\uff21lice", "Alice"),
+    ("Alice", "Alice"),
+    ("Alice", "  Alice "),
+    ("Alice", "Al\u200cice"),  # with a zero-width non-joiner
+    ("Alice", "Alice\u3164"),  # with a Hangul filler
+    ("Ann Lee", "Ann  Lee"),  # a page draws both spaces as one
+    ("Ann Lee", "Ann\u00a0Lee"),  # a no-break space
+    ("Bob0", "BobO"),
+    ("\u0645\u062d\u0645\u062f", "\u0645\u062d\u0645\u062f\u200c"),
+]
+
+
+@pytest.mark.parametrize(
+    ("sitting", "claiming"), LOOK_ALIKES, ids=[f"{s!a}~{c!a}" for s, c in LOOK_ALIKES]
+)
+def test_a_name_that_looks_like_the_creators_is_refused_and_changes_nothing(
+    server: ServerThread, store: redis.Redis, sitting: str, claiming: str
+) -> None:
+    created = create(server, name=sitting)
+    before = snapshot(store, created.match_id)
+    rejection = refused(
+        lambda: claim(server, created.match_id, created.invitations[0].code, claiming)
+    )
+    assert (rejection.code, rejection.reason) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "DISPLAY_NAME_INVALID",
+    )
+    assert rejection.metadata["field"] == "display_name"
+    assert rejection.metadata["rule"] == "confusable"
+    assert rejection.metadata["seat"] == "0"
+    assert "display_name" in rejection.field_violations
+    assert snapshot(store, created.match_id) == before
+
+
+def test_a_name_that_looks_like_a_claimants_is_refused_and_others_are_not(
+    server: ServerThread, store: redis.Redis
+) -> None:
+    created = create(server, rules="egyptian", seats=4, bots=[PERSON] * 4)
+    codes = [invitation.code for invitation in created.invitations]
+    claim(server, created.match_id, codes[0], "Alice")
+    before = snapshot(store, created.match_id)
+    rejection = refused(lambda: claim(server, created.match_id, codes[1], "\u0410lice"))
+    assert (rejection.reason, rejection.metadata["rule"]) == ("DISPLAY_NAME_INVALID", "confusable")
+    assert rejection.metadata["seat"] == str(created.invitations[0].seat)
+    assert snapshot(store, created.match_id) == before
+    # Different names sit side by side, similar ones included.
+    claim(server, created.match_id, codes[1], "Alicia")
+    last = claim(server, created.match_id, codes[2], "Al\u00ed")
+    assert [name for _, name in seating(last.view)] == ["Host", "Alice", "Alicia", "Al\u00ed"]
 
 
 def test_a_claimant_sees_its_own_hand_only(server: ServerThread, store: redis.Redis) -> None:
@@ -677,7 +761,7 @@ def test_invitations_and_tokens_are_stored_only_as_hashes_and_never_logged(
         ).seat_token.token
         refused(lambda: claim(server, created.match_id, codes[0]))
         reissued = reissue(server, created.match_id, host, 3).invitation.code
-        second = claim(server, created.match_id, reissued).seat_token.token
+        second = claim(server, created.match_id, reissued, "Robin").seat_token.token
     finally:
         logging.getLogger("basra").handlers.clear()
     secrets = [host, first, second, reissued, *codes]

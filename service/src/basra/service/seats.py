@@ -66,6 +66,9 @@ class Seats:
                 )
             if holder.claim != records.CLAIM_OPEN:
                 raise _invitation_invalid(match_id)
+            # A name that looks like another seat's would let its holder pass for that player.
+            others = [(other, h.name) for other, h in enumerate(table.holders) if other != seat]
+            names.check_unlike(name, others, "display_name")
             # The sealed token stays only for the retries of a claim that sent a request_id.
             claimed = records.SeatHolder(
                 records.CLAIMED,
