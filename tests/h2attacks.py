@@ -93,15 +93,18 @@ class MemoryKeptError(AssertionError):
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, files: int | None = None) -> Iterator[Served]:
+def serving(tmp_path: Path, files: int | None = None, http2: bool = True) -> Iterator[Served]:
     """A server process with the shipped limits, until the block ends (``files``: the most
-    file descriptors it may open, else this process's limit)."""
+    file descriptors it may open, else this process's limit). ``http2``: its HTTP port speaks
+    cleartext HTTP/2 too (``--http2-cleartext``, for a gateway that speaks it to the pods),
+    the surface the HTTP/2 attacks test; else HTTP/1.1 alone, as shipped."""
     port, http_port, metrics_port = free_port(), free_port(), free_port()
     with serve_process(
         tmp_path / "serve.log",
         port,
         *("--http-listen", f"127.0.0.1:{http_port}"),
         *("--metrics-port", str(metrics_port), "--log-level", "ERROR"),
+        *(("--http2-cleartext",) if http2 else ()),
         files=files,
     ) as process:
         yield Served(process, port, http_port, metrics_port)
@@ -204,8 +207,9 @@ async def idle(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str)
 
 
 async def silent(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str) -> None:
-    """A connection that sends nothing at all (granian times none out: the HTTP port serves
-    ``connections_served_at_once`` of them, and a new connection past them waits)."""
+    """A connection that sends nothing at all (with cleartext HTTP/2 on, granian times none
+    out: the HTTP port serves ``connections_served_at_once`` of them, and a new connection past
+    them waits)."""
 
 
 ATTACKS: Final[dict[str, Attack]] = {
@@ -295,11 +299,13 @@ def attacking(port: int, connections: int, attack: Attack) -> Iterator[Attackers
 
 
 class Honest:
-    """A person playing a match over Connect (HTTP/2) from 127.0.0.1, each call within
-    ``HONEST_DEADLINE_S``: a call that fails or takes longer raises."""
+    """A person playing a match over Connect (HTTP/2, or HTTP/1.1 with ``http2`` false) from
+    127.0.0.1, each call within ``HONEST_DEADLINE_S``: a call that fails or takes longer
+    raises."""
 
-    def __init__(self, served: Served) -> None:
-        self._transport = SyncHTTPTransport(http_version=HTTPVersion.HTTP2)
+    def __init__(self, served: Served, http2: bool = True) -> None:
+        version = HTTPVersion.HTTP2 if http2 else HTTPVersion.HTTP1
+        self._transport = SyncHTTPTransport(http_version=version)
         self._http = SyncClient(self._transport)
         self._health = f"http://127.0.0.1:{served.http_port}/healthz"
         self._connect = BasraServiceClientSync(
@@ -309,25 +315,34 @@ class Honest:
         )
         self._channel = grpc.insecure_channel(f"127.0.0.1:{served.port}")
         self._grpc = pb_grpc.BasraServiceStub(self._channel)
-        dealt = self._connect.deal(pb.DealRequest(request_id=str(uuid.uuid4())))
-        self._match = dealt.view.match_id
-        self._tokens = {token.seat: token.token for token in dealt.seat_tokens}
+        self._match = ""
+        self._tokens: dict[int, str] = {}
+        self._new_match()
         self.plays = 0
+
+    def _new_match(self) -> None:
+        created = self._connect.create_match(pb.CreateMatchRequest(request_id=str(uuid.uuid4())))
+        self._match = created.match_id
+        self._tokens = {token.seat: token.token for token in created.seat_tokens}
 
     def _auth(self, seat: int) -> dict[str, str]:
         return {"authorization": f"Bearer {self._tokens[seat]}"}
 
     def ready(self) -> bool:
-        """Whether GET /healthz, over HTTP/2, answers 200 (within the deadline)."""
+        """Whether GET /healthz answers 200 (within the deadline)."""
         response = self._http.get(self._health, timeout=HONEST_DEADLINE_S)
         return bool(response.status == 200)
 
     def play(self) -> None:
         """One play over Connect (the match read, the seat's plans, the play) and the match
-        read on the gRPC port; a hand that is over is dealt again."""
+        read on the gRPC port; a hand that is over is dealt again, a match that is over
+        followed by a new one."""
         view = self._connect.get_match(
             pb.GetMatchRequest(match_id=self._match), headers=self._auth(0)
         ).view
+        if view.status == game_pb2.MATCH_STATUS_MATCH_OVER:
+            self._new_match()  # a long attack outlasts a match
+            return
         if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
             self._connect.deal(
                 pb.DealRequest(match_id=self._match, request_id=str(uuid.uuid4())),

@@ -114,6 +114,10 @@ def process(
 def serve_command(
     listen: str, redis_url: str, extra: Sequence[str] = (), http_listen: str = "off"
 ) -> list[str]:
+    """The bench's server: shipped settings but for the limits a load generator needs; an HTTP
+    port speaks cleartext HTTP/2 too, as behind a gateway that speaks it to the pods (the
+    Connect runs measure HTTP/2)."""
+    http2 = () if http_listen == "off" else ("--http2-cleartext",)
     return [
         basra_engine(),
         "serve",
@@ -126,6 +130,7 @@ def serve_command(
         "off",
         "--http-listen",
         http_listen,
+        *http2,
         "--log-level",
         "WARNING",
         "--create-rate",

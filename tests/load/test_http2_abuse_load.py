@@ -16,15 +16,11 @@ from typing import Final
 
 import pytest
 
-from basra.service.http import connections_served_at_once
 from tests.h2attacks import (
     ATTACKS,
     HOLDING_MOST,
-    ROUNDS,
-    Honest,
     HonestCallLateError,
     MemoryKeptError,
-    attacking,
     serving,
     withstand,
     withstand_waves,
@@ -113,23 +109,3 @@ def test_waves_of_an_http2_attack_at_scale_leave_no_memory_behind(
 ) -> None:
     with serving(tmp_path) as served:
         withstand_waves(served, name, connections)
-
-
-def test_connections_that_send_nothing_up_to_the_bound_leave_a_new_client_served(
-    tmp_path: Path,
-) -> None:
-    """One connection fewer than granian serves at once, each sending nothing, from 127.0.0.2:
-    an honest client connecting after them is accepted and served (every call within its
-    deadline, /healthz ready). One more silent connection would leave it waiting unaccepted
-    (``test_a_connection_that_sends_nothing_is_closed``, a strict xfail in ``make test``)."""
-    with (
-        serving(tmp_path) as served,
-        attacking(served.http_port, connections_served_at_once() - 1, ATTACKS["silent"]),
-    ):
-        honest = Honest(served)  # its connection is accepted after all of theirs
-        try:
-            for _ in range(ROUNDS):
-                honest.play()
-                assert honest.ready()
-        finally:
-            honest.close()

@@ -853,7 +853,7 @@ def test_a_grpc_call_on_the_http_port_is_sent_to_the_grpc_port(
     """The HTTP port serves Connect and gRPC-Web; a gRPC call there is answered UNIMPLEMENTED
     with a message naming the gRPC port (a trailers-only response: one HEADERS frame ending
     the stream), and the core never sees it."""
-    server = start_server()
+    server = start_server(http2_cleartext=True)  # gRPC is HTTP/2
     channel = grpc.insecure_channel(server.http_url[len("http://") :])
     try:
         list_rules = channel.unary_unary(

@@ -343,12 +343,26 @@ class Settings:
         "it",
     )
     http_read_timeout_s: float = setting(
-        300.0,
+        10.0,
         "BASRA_HTTP_READ_TIMEOUT_SECONDS",
-        "an HTTP/1.1 connection that sends no request headers for this long is closed; an "
-        "HTTP/2 connection from which nothing arrives for this long is pinged, and closed "
-        "unless the answer arrives within as long again (WatchMatch streams of a live client "
-        "stay open)",
+        "an HTTP/1.1 connection that sends no complete request head for this long (from its "
+        "opening, or from its last response) is closed; with --http2-cleartext, an HTTP/2 "
+        "connection from which nothing arrives for this long is pinged, and closed unless the "
+        "answer arrives within as long again (WatchMatch streams of a live client stay open)",
+    )
+    http2_cleartext: bool = setting(
+        False,
+        "BASRA_HTTP2_CLEARTEXT",
+        "the HTTP port speaks cleartext HTTP/2 (prior knowledge or upgrade) besides HTTP/1.1, "
+        "for a gateway that speaks it to the pods; a connection that sends nothing is then "
+        "never timed out, so the port must sit behind such a gateway (browsers never use "
+        "cleartext HTTP/2)",
+    )
+    http_max_connections: int = setting(
+        16384,
+        "BASRA_HTTP_MAX_CONNECTIONS",
+        "connections the HTTP port serves at once (at most half the process's file "
+        "descriptors); the next wait in the kernel's backlog until one closes",
     )
     request_timeout_s: float = setting(
         10.0,

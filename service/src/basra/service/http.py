@@ -8,7 +8,7 @@ google.rpc messages the gRPC port sends (ErrorInfo, BadRequest, RetryInfo). conn
 official Python Connect runtime) speaks the three protocols; messages stay google.protobuf ones
 (our own codecs below), and connectrpc's own message runtime only wraps the detail bytes.
 
-Served by granian (hyper's HTTP/1.1 and cleartext HTTP/2, prior knowledge or upgrade, in Rust)
+Served by granian (hyper's HTTP/1.1, and cleartext HTTP/2 when a gateway needs it, in Rust)
 embedded in the server's own event loop through its public embedding API (``Server`` of
 ``granian.server.embed``, ASGI without lifespan). The bounds on what a client may hold (calls,
 requests still arriving, responses it does not read) are this application's, through the ASGI
@@ -724,6 +724,7 @@ async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
     """
     assert settings.http_listen is not None
     listen = settings.http_listen
+    raise_open_files()
     _, port = split_listen(listen)
     hosts = resolve_listen(listen)
     listeners: list[_Listener] = []
@@ -770,22 +771,27 @@ async def _listen_on(
 
 def granian_options(settings: Settings, host: str, port: int, share: int = 1) -> dict[str, Any]:
     """granian's embedded server options for one address of the HTTP port (one of ``share``):
-    the ASGI interface without lifespan, HTTP/1.1 and cleartext HTTP/2 (prior knowledge or
-    upgrade), with the service's bounds on streams, headers and idle connections; its logs
-    through ours."""
+    the ASGI interface without lifespan, HTTP/1.1 (and with ``http2_cleartext`` cleartext
+    HTTP/2, prior knowledge or upgrade), with the service's bounds on streams, headers and idle
+    connections; its logs through ours.
+
+    HTTP/1.1 alone times out a connection that sends nothing (hyper's header timeout runs from
+    the connection's opening); granian's HTTP/1.1-or-HTTP/2 mode reads the first bytes to pick
+    the protocol with no timer, so such connections stay as long as their clients keep them
+    (docs/design.md, "The HTTP port")."""
     read_timeout_ms = math.ceil(settings.http_read_timeout_s * 1000)
     return {
         "address": host,
         "port": port,
         "interface": Interfaces.ASGINL,
-        "http": HTTPModes.auto,
+        "http": HTTPModes.auto if settings.http2_cleartext else HTTPModes.http1,
         "websockets": False,
         # Connections not yet accepted wait in the kernel's whole backlog (capped there at
         # net.core.somaxconn, as on the gRPC port): past a short one, a burst of connections
         # (clients reconnecting at once) would be reset unserved.
         "backlog": socket.SOMAXCONN,
         # granian serves at most this many connections at once; the next wait in the backlog.
-        "backpressure": max(1, connections_served_at_once() // share),
+        "backpressure": max(1, connections_served_at_once(settings) // share),
         "http1_settings": HTTP1Settings(header_read_timeout=read_timeout_ms),
         "http2_settings": HTTP2Settings(
             max_concurrent_streams=settings.http_max_concurrent_streams,
@@ -804,16 +810,26 @@ def granian_options(settings: Settings, host: str, port: int, share: int = 1) ->
     }
 
 
-def connections_served_at_once() -> int:
-    """How many connections granian serves at once: as many as the kernel's backlog holds
-    (``socket.SOMAXCONN``), but never more than half the file descriptors the process may
-    open. A connection that sends nothing is never timed out in granian's HTTP/1.1-or-HTTP/2
-    mode (docs/design.md, "The HTTP port"), so such connections can fill this bound; past the
-    process's descriptor limit they would leave none for the gRPC port, the store or files."""
+def connections_served_at_once(settings: Settings) -> int:
+    """How many connections granian serves at once: ``http_max_connections``, but never more
+    than half the file descriptors the process may open, which would leave none for the gRPC
+    port, the store or files (``raise_open_files`` lifts the soft limit to the hard one at
+    start)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return socket.SOMAXCONN
-    return max(1, min(socket.SOMAXCONN, soft // 2))
+        return settings.http_max_connections
+    return max(1, min(settings.http_max_connections, soft // 2))
+
+
+def raise_open_files() -> int:
+    """Lift the process's soft limit on open files to its hard limit (as Go's runtime does):
+    the HTTP port serves as many connections as ``http_max_connections`` says only if the
+    process may open twice as many files. Answers the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 MAX_HEADERS_BYTES: Final = 65536
