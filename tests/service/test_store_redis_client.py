@@ -204,6 +204,26 @@ def test_a_command_not_on_the_list_is_not_resent_after_its_connection_drops(
     asyncio.run(scenario())
 
 
+def test_a_pipeline_mixing_commands_on_and_off_the_list_is_never_resent(redis_url: str) -> None:
+    """One command off the list makes the whole call unsafe to send again: a pipeline of a
+    read and an INCR whose connection is cut before the reply fails as unavailable, and the
+    INCR ran once (no call mixes them today: this guards the first that does)."""
+    counter = "{" + MATCH + "}:counter"
+
+    async def scenario() -> None:
+        async with proxied(redis_url) as (proxy, store):
+            await store.create(new())
+            proxy.marker, proxy.cut_times = b"INCR", 1
+            with pytest.raises(StoreUnavailableError, match="ConnectionError"):
+                await store._send(("GET", keys.match_key(MATCH)), ("INCR", counter))
+            assert (proxy.seen, proxy.cuts) == (1, 1)
+        with redis.Redis.from_url(redis_url) as direct:
+            assert direct.get(counter) == b"1"  # it ran, once
+            direct.delete(counter)
+
+    asyncio.run(scenario())
+
+
 def test_a_create_whose_reply_was_lost_is_resent_by_rule_and_answers_created(
     redis_url: str,
 ) -> None:
