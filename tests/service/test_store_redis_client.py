@@ -33,6 +33,7 @@ from basra.service.store.redis import (
     RESENDABLE,
     RESENDS,
     RedisStore,
+    _refused_unrun,
     resendable,
 )
 from tests.service.test_store_contract import commit, new
@@ -486,6 +487,32 @@ def test_a_replica_cut_off_from_its_master_is_unavailable_in_its_own_words(
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_a_readonly_refusal_reported_as_a_lost_connection_is_known_unrun() -> None:
+    """After a Sentinel failover the old primary refuses writes READONLY, and redis-py's
+    Sentinel-managed connection reports that as a ConnectionError raised while handling the
+    ReadOnlyError: the command ran nowhere, so it may be sent again. A connection lost any
+    other way may have run it."""
+
+    def lost(during: BaseException | None) -> redis.exceptions.ConnectionError:
+        try:
+            try:
+                if during is not None:
+                    raise during
+                raise redis.exceptions.ConnectionError("Connection closed by server.")
+            except redis.exceptions.ReadOnlyError as refused:
+                raise redis.exceptions.ConnectionError(
+                    "The previous master is now a slave"
+                ) from refused
+        except redis.exceptions.ConnectionError as exc:
+            return exc
+
+    readonly = redis.exceptions.ReadOnlyError("You can't write against a read only replica.")
+    assert _refused_unrun(readonly)
+    assert _refused_unrun(lost(readonly))
+    assert not _refused_unrun(lost(None))
+    assert not _refused_unrun(redis.exceptions.ConnectionError("reset by peer"))
 
 
 def test_a_replica_refusing_writes_is_asked_again_then_unavailable(tmp_path: Path) -> None:
