@@ -5,7 +5,9 @@ replica's rate limits, draws the match (seed, seat tokens, invitations) and stor
 seat table. A request_id makes it idempotent: the match id derives from it (scoped to the
 caller), and the tokens the response hands out are kept sealed under it, so a retry gets the
 original response back whatever the creation rate. A match of bots only also hands its creator
-a watch token.
+a watch token, and holds one of its creator's and one of the replica's places for live matches
+of bots only until it ends (``bots.BotOnlyMatches``): past either bound the creation is
+refused and nothing is made.
 """
 
 from __future__ import annotations
