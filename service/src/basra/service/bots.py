@@ -422,9 +422,11 @@ class Thinkers:
         if self._closed:
             return
         job = worker.job
+        retried = False
         if job is not None:
             self.metrics.bot_thinking.dec()
-            if job.tries < 2 and not job.future.done():
+            retried = job.tries < 2 and not job.future.done()
+            if retried:
                 self._waiting.put_back(job, person=job.person)
             else:
                 _settle(job, WORKER_DIED)
@@ -438,7 +440,7 @@ class Thinkers:
         if not worker.stopping:
             self.metrics.bot_worker_deaths.inc()
             # One line for the incident, its exit code once known: -9 is a kill (out of memory).
-            reaped.add_done_callback(lambda _: _died(worker, job is not None))
+            reaped.add_done_callback(lambda _: _died(worker, retried))
         self._start_missing()
         self._dispatch()
 
@@ -495,10 +497,10 @@ def _settle(job: _Job, reason: str) -> None:
         job.future.set_result(reason)
 
 
-def _died(worker: _Worker, thinking: bool) -> None:
+def _died(worker: _Worker, retried: bool) -> None:
     log.warning(
         "a bot thinking process died: replaced"
-        + (", and the move it was thinking is tried again" if thinking else ""),
+        + (", and the move it was thinking is tried again" if retried else ""),
         extra={"pid": worker.process.pid, "exit_code": worker.process.exitcode},
     )
 
