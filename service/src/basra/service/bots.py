@@ -85,7 +85,7 @@ the start failed. A start takes well under a second on an idle core."""
 _RESTART_DELAYS_S: Final = (0.5, 1.0, 2.0, 4.0, 8.0)
 """The waits before each new attempt to start a thinking process after a failed start (the
 last repeats): retried for as long as it fails, without spinning on a broken installation."""
-_RETRY_DELAYS_S: Final = (2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0, 30.0)
+_RETRY_DELAYS_S: Final = (5.0, 10.0, 20.0, 30.0, 30.0, 30.0, 30.0)
 """The waits before a match of bots only this replica counts is played again after a failed
 move (a store outage): nobody's call would notice it. Past the last, its place is let go."""
 _NICE: Final = 10
