@@ -20,7 +20,9 @@ from typing import Any, Final
 import grpc
 import pytest
 from google.protobuf import json_format
-from google.rpc import error_details_pb2, status_pb2
+
+# error_details_pb2 is imported for its registration: a Status's details print as messages.
+from google.rpc import error_details_pb2, status_pb2  # noqa: F401
 
 from basra.client import greedy_choice
 from basra.service.config import Settings
@@ -39,8 +41,6 @@ TOKEN: Final = re.compile(r"^[A-Za-z0-9_-]{43}$")
 STEP: Final = re.compile(r"^\*\*(\d+)\. ", re.M)
 COMMENT: Final = re.compile(r'("(?:[^"\\]|\\.)*")|//[^\n]*|/\*.*?\*/', re.S)
 """A comment (dropped), or a string (kept: it may hold "//")."""
-# Keeps error_details_pb2 registered, so a Status's details print as their messages.
-DETAIL_TYPES: Final = (error_details_pb2.ErrorInfo,)
 
 
 def section() -> str:

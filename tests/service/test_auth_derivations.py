@@ -94,7 +94,8 @@ def test_token_refusals_tell_the_caller_what_to_send() -> None:
             "INVALID_ARGUMENT",
             {
                 "request_id": "must be a random UUID (version 4, e.g. "
-                "3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c) to create a match: it guards the seat tokens"
+                "3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c): a retry with it answers a seat "
+                "token, so it must be as hard to guess"
             },
             None,
         ),

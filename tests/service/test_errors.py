@@ -306,7 +306,8 @@ def test_creation_input_is_checked(server: ServerThread) -> None:
     stub = basra_service_pb2_grpc.BasraServiceStub(server.channel)
     not_random = {
         "request_id": "must be a random UUID (version 4, e.g. "
-        "3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c) to create a match: it guards the seat tokens"
+        "3f2c1e9a-8d4b-4c6e-9a1f-0b2d4e6f8a0c): a retry with it answers a seat token, so it "
+        "must be as hard to guess"
     }
     # Each violation word for word: what a client shows its user.
     for request, violation in [
