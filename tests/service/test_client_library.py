@@ -743,6 +743,20 @@ def test_invited_players_claim_their_seats_through_the_asyncio_client(
         (grpc.StatusCode.PERMISSION_DENIED, "SEAT_TOKEN_REVOKED", {"seat": "3"}, "seat 4"),
         (grpc.StatusCode.PERMISSION_DENIED, "NOT_MATCH_CREATOR", {"seat": "1"}, "created"),
         (grpc.StatusCode.INVALID_ARGUMENT, "DISPLAY_NAME_INVALID", {"rule": "length"}, "32"),
+        (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "DISPLAY_NAME_INVALID",
+            {"rule": "character", "code_point": "U+202E"},
+            "U+202E",
+        ),
+        (grpc.StatusCode.INVALID_ARGUMENT, "DISPLAY_NAME_INVALID", {"rule": "blank"}, "nothing"),
+        (grpc.StatusCode.INVALID_ARGUMENT, "DISPLAY_NAME_INVALID", {"rule": "marks"}, "accents"),
+        (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "DISPLAY_NAME_INVALID",
+            {"rule": "confusable", "seat": "0"},
+            "seat 1 at this table",
+        ),
     ],
 )
 def test_the_command_line_explains_each_claim_reason_in_words(

@@ -210,6 +210,22 @@ EXPLANATIONS: Final[Mapping[errors_pb2.ErrorReason.ValueType, str]] = {
 }
 
 
+NAME_RULES: Final[Mapping[str, str]] = {
+    "length": "That name cannot be used: give 1 to 32 characters.",
+    "character": (
+        "That name cannot be used: it holds {code_point}, a control, direction or invisible "
+        "character."
+    ),
+    "blank": "That name shows nothing on screen: give one with letters, digits or signs.",
+    "marks": "That name stacks too many accents on one letter: give it fewer.",
+    "confusable": (
+        "That name looks like the name of seat {seat} at this table: choose one that reads "
+        "differently."
+    ),
+}
+"""DISPLAY_NAME_INVALID by its ``rule`` (metadata): what to change in the name."""
+
+
 def reason_enum(reason: str) -> errors_pb2.ErrorReason.ValueType | None:
     """The generated enum value of an ErrorInfo reason (None for a reason this client does not
     know: a newer server may send one)."""
@@ -227,6 +243,8 @@ def explain(error: BasraError, target: str) -> str:
         return f"The server at {target} did not answer in time: is it overloaded or stuck?"
     reason = reason_enum(error.reason) if error.reason else None
     template = None if reason is None else EXPLANATIONS.get(reason)
+    if reason == errors_pb2.ERROR_REASON_DISPLAY_NAME_INVALID:
+        template = NAME_RULES.get(error.metadata.get("rule", ""), template)
     if template is None:
         return f"The server refused: {error.message} ({error.reason or error.code.name})"
     try:
