@@ -1,8 +1,9 @@
 """The bots' cost is bounded and fair: live matches of bots only are counted per caller (its
 address here: the server listens on every address, so 127.0.0.1 and ::1 are two callers) and
 per replica, a creation past either bound is refused naming it and creates nothing, a match
-that ends frees its place; and in the thinking queue the moves of matches with a person come
-first (through the queue's own API: nothing is timed)."""
+that ends frees its place, one whose move failed is played again; and in the thinking queue
+the moves of matches with a person come first (through the queue's own API: nothing is
+timed)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ import redis
 from basra.client.match import Rejection
 from basra.service.bots import ThinkingQueue
 from basra.service.config import SettingError, Settings
+from basra.service.store import MatchRecord, StoreUnavailableError
+from basra.service.store.base import Commit
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
 from basra.v1 import game_pb2
@@ -171,3 +175,37 @@ def test_a_full_queue_of_persons_moves_leaves_the_next_one_out_and_a_retry_goes_
 def test_bot_bounds_out_of_range_are_refused(overrides: dict[str, object], named: str) -> None:
     with pytest.raises(SettingError, match=named):
         Settings(**overrides)  # type: ignore[arg-type]
+
+
+class FailsOnce(MemoryStore):
+    """The embedded store, whose first commit fails as when Redis is away for a moment."""
+
+    failures = 1
+
+    async def commit_or_current(
+        self, match_id: str, commit: Commit
+    ) -> tuple[bool, MatchRecord | None]:
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailableError("Redis did not answer")
+        return await super().commit_or_current(match_id, commit)
+
+
+def test_a_match_of_bots_only_whose_move_failed_is_played_again_unasked(
+    start_server: Callable[..., ServerThread],
+) -> None:
+    """Nobody's call would notice a match of bots only whose bot move failed: the replica that
+    counts it plays it again after a wait (the store is read directly here, not through the
+    server, whose reads would notice the move due)."""
+    store = FailsOnce(ttl_s=600, events_maxlen=2000)
+    server = start_server(on_store=store)
+    with caller("127.0.0.1", server) as stub:
+        created = create(stub, [GREEDY, RANDOM], seed=3)
+
+    def version() -> int:
+        record = server.run(store.load(created.match_id))
+        assert record is not None
+        return record.version
+
+    wait_until(lambda: store.failures == 0, 30, "the first bot move fails")
+    wait_until(lambda: version() > 1, 60, "the bots move again")
