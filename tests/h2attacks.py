@@ -14,6 +14,7 @@ import contextlib
 import struct
 import subprocess
 import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -30,7 +31,9 @@ from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
 from basra.v1 import game_pb2
 from basra.v1.basra_service_connect import BasraServiceClientSync
+from tests import halfopen
 from tests.halfopen import (
+    ACK,
     DATA,
     END_HEADERS,
     END_STREAM,
@@ -41,6 +44,7 @@ from tests.halfopen import (
     SETTINGS,
     SETTINGS_INITIAL_WINDOW_SIZE,
     frame,
+    read_frame,
     request_headers,
     rss_bytes,
 )
@@ -524,3 +528,250 @@ def withstand_waves(served: Served, name: str, connections: int, waves: int = WA
             "the first"
         ) from None
     return kept
+
+
+# -- The gRPC port -----------------------------------------------------------------------------
+
+RESET_BATCH: Final = 100
+"""Streams a Rapid Reset connection on the gRPC port opens at once before resetting them."""
+RESET_BATCHES: Final = 20
+"""Batches each such connection sends (2,000 streams, as ``rapid_reset`` opens on the HTTP
+port)."""
+
+
+def _reset(stream: int) -> bytes:
+    code = b"\x00\x00\x00\x08"  # CANCEL, as a client that gave up sends
+    return frame(RST_STREAM, 0, stream, code) + code
+
+
+async def _acknowledge(reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+    """Acknowledge the server's SETTINGS and PINGs, as any client must to keep its connection,
+    and read the rest (the server's answers to the reset streams)."""
+    with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+        while True:
+            kind, flags, _, payload = await read_frame(reader)
+            if kind == SETTINGS and not flags & ACK:
+                w.write(frame(SETTINGS, ACK, 0))
+            elif kind == PING and not flags & ACK:
+                w.write(frame(PING, ACK, 0, payload) + payload)
+
+
+async def grpc_rapid_reset(
+    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str
+) -> None:
+    """Rapid Reset on the gRPC port (CVE-2023-44487): ``RESET_BATCH`` gRPC requests' HEADERS,
+    then a RST_STREAM for each, ``RESET_BATCHES`` times; within the server's
+    MAX_CONCURRENT_STREAMS at every moment, so nothing the protocol bounds is exceeded."""
+    await _preface(w)
+    acknowledging = asyncio.ensure_future(_acknowledge(reader, w))
+    try:
+        headers = request_headers(host, "/basra.v1.BasraService/GetMatch")
+        for batch in range(RESET_BATCHES):
+            first = 2 * batch * RESET_BATCH + 1
+            streams = range(first, first + 2 * RESET_BATCH, 2)
+            w.write(b"".join(frame(HEADERS, END_HEADERS, s, headers) + headers for s in streams))
+            w.write(b"".join(_reset(s) for s in streams))
+            await w.drain()
+            await asyncio.sleep(0)  # every connection attacks at once, not the first few
+    finally:
+        acknowledging.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await acknowledging
+
+
+class HonestGrpc:
+    """A person playing a match on the gRPC port from 127.0.0.1 (CreateMatch, then GetMatch,
+    ListPlans and Play, a new hand dealt and a new match made when one ends), each call within
+    ``deadline_s`` (``HONEST_DEADLINE_S`` unless given): a call that fails or takes longer raises.
+    ``plays`` holds each Play's seconds (``make bench`` reads them; the tests time nothing)."""
+
+    def __init__(self, served: Served, deadline_s: float = HONEST_DEADLINE_S) -> None:
+        self._deadline_s = deadline_s
+        self._channel = grpc.insecure_channel(f"127.0.0.1:{served.port}")
+        self._stub = pb_grpc.BasraServiceStub(self._channel)
+        self._match = ""
+        self._tokens: dict[int, str] = {}
+        self.plays: list[float] = []
+        self._new_match()
+
+    def _new_match(self) -> None:
+        created = self._stub.CreateMatch(
+            pb.CreateMatchRequest(request_id=str(uuid.uuid4())), timeout=self._deadline_s
+        )
+        self._match = created.match_id
+        self._tokens = {token.seat: token.token for token in created.seat_tokens}
+
+    def _auth(self, seat: int) -> tuple[tuple[str, str]]:
+        return (("authorization", f"Bearer {self._tokens[seat]}"),)
+
+    def play(self) -> None:
+        """One turn: the match read, then the seat's plans and a play (or the next hand or
+        match, when one is over)."""
+        view = self._stub.GetMatch(
+            pb.GetMatchRequest(match_id=self._match),
+            metadata=self._auth(0),
+            timeout=self._deadline_s,
+        ).view
+        if view.status == game_pb2.MATCH_STATUS_MATCH_OVER:
+            self._new_match()
+            return
+        if view.status == game_pb2.MATCH_STATUS_HAND_OVER:
+            self._stub.Deal(
+                pb.DealRequest(match_id=self._match, request_id=str(uuid.uuid4())),
+                metadata=self._auth(0),
+                timeout=self._deadline_s,
+            )
+            return
+        assert view.status == game_pb2.MATCH_STATUS_PLAYING, view.status
+        seat = view.turn
+        plans = self._stub.ListPlans(
+            pb.ListPlansRequest(match_id=self._match),
+            metadata=self._auth(seat),
+            timeout=self._deadline_s,
+        ).cards
+        started = time.perf_counter()
+        self._stub.Play(
+            pb.PlayRequest(
+                match_id=self._match,
+                card=plans[0].card,
+                plan_id=1 if plans[0].plans else 0,
+                request_id=str(uuid.uuid4()),
+            ),
+            metadata=self._auth(seat),
+            timeout=self._deadline_s,
+        )
+        self.plays.append(time.perf_counter() - started)
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+def _memory_back(served: Served, base: int, what: str) -> None:
+    """Raise MemoryKeptError unless the RSS comes back within ``KEPT`` of ``base`` within 30 s."""
+    try:
+        wait_until(
+            lambda: served.rss <= base + KEPT,
+            30,
+            f"the RSS to come back within {KEPT >> 20} MiB of {base >> 20} MiB after {what}",
+        )
+    except AssertionError as exc:
+        raise MemoryKeptError(str(exc)) from None
+
+
+def withstand_rapid_reset_on_grpc(served: Served, connections: int) -> int:
+    """Rapid Reset on ``served``'s gRPC port from ``connections`` connections while an honest
+    client plays there; assert what ``withstand`` asserts of the HTTP port's attacks: every
+    honest call answered (none cancelled or refused), each within ``HONEST_DEADLINE_S``; the
+    peak RSS under 90 % of the pod's limit; once the attackers leave, no call of theirs left
+    running and the RSS back within ``KEPT`` of where it was. Returns the peak RSS."""
+    what = f"Rapid Reset on the gRPC port on {connections} connections"
+    honest = HonestGrpc(served)
+    try:
+        honest.play()
+        base = served.rss
+        sampler = PeakRss(served.process.pid)
+        try:
+            with attacking(served.port, connections, grpc_rapid_reset) as attackers:
+                rounds = 0
+                while rounds < ROUNDS or (attackers.sending and rounds < MOST_ROUNDS):
+                    with on_time(f"during {what}"):
+                        honest.play()
+                    rounds += 1
+        finally:
+            peak = sampler.stop()
+        assert peak < PEAK_LIMIT, f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit"
+        wait_until(lambda: served.calls_in_flight == 0, 30, "the attack's calls to end")
+        with on_time(f"after {what}"):
+            honest.play()
+        _memory_back(served, base, what)
+        return peak
+    finally:
+        honest.close()
+
+
+@contextlib.contextmanager
+def half_open_flood(
+    ports: list[tuple[int, str]], connections: int, streams: int
+) -> Iterator[halfopen.Attack]:
+    """``connections`` x ``streams`` half-open requests (``tests.halfopen``) from 127.0.0.2 on
+    each of ``ports`` (a port and its calls' content type), in a thread of their own, held until
+    the block ends."""
+    attack = halfopen.Attack()
+    started = threading.Event()
+    loop: list[asyncio.AbstractEventLoop] = []
+    stop: list[asyncio.Event] = []
+
+    async def run() -> None:
+        loop.append(asyncio.get_running_loop())
+        stop.append(asyncio.Event())
+        started.set()
+        await asyncio.gather(
+            *(
+                halfopen.half_open(
+                    "127.0.0.1",
+                    port,
+                    connections,
+                    streams,
+                    stop[0],
+                    attack,
+                    "/basra.v1.BasraService/GetMatch",
+                    kind,
+                    source=ATTACKER,
+                )
+                for port, kind in ports
+            )
+        )
+
+    thread = threading.Thread(target=asyncio.run, args=(run(),), daemon=True)
+    thread.start()
+    assert started.wait(10)
+    try:
+        yield attack
+    finally:
+        loop[0].call_soon_threadsafe(stop[0].set)
+        thread.join(60)
+        assert not thread.is_alive(), "the half-open connections were not let go"
+
+
+def flood_ended(attack: halfopen.Attack, streams: int) -> bool:
+    """Whether the server has let go of every one of ``streams`` half-open streams: ended it, or
+    closed its connection."""
+    return attack.opened == streams and attack.answered + attack.dropped == attack.opened
+
+
+def withstand_half_open_on_grpc(
+    served: Served, connections: int, streams: int, both: bool = False
+) -> int:
+    """Half-open requests on ``served``'s gRPC port (``both``: on its HTTP port too, as
+    Connect), ``connections`` x ``streams`` on each, while an honest client plays on the gRPC
+    port until the server has let go of every half-open stream; assert every honest call
+    answered within ``HONEST_DEADLINE_S``, the peak RSS under 90 % of the pod's limit, and the
+    RSS back within ``KEPT`` of where it was within 30 s of the flood's end. Returns the peak
+    RSS."""
+    ports = [(served.port, "application/grpc")]
+    if both:
+        ports.append((served.http_port, "application/proto"))
+    what = f"half-open requests, {connections} x {streams} on {len(ports)} port(s)"
+    honest = HonestGrpc(served)
+    try:
+        honest.play()
+        base = served.rss
+        sampler = PeakRss(served.process.pid)
+        try:
+            with half_open_flood(ports, connections, streams) as attack:
+                rounds = 0
+                total = len(ports) * connections * streams
+                while rounds < ROUNDS or (not flood_ended(attack, total) and rounds < MOST_ROUNDS):
+                    with on_time(f"during {what}"):
+                        honest.play()
+                    rounds += 1
+        finally:
+            peak = sampler.stop()
+        assert peak < PEAK_LIMIT, f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit"
+        wait_until(lambda: served.calls_in_flight == 0, 30, "the flood's calls to end")
+        with on_time(f"after {what}"):
+            honest.play()
+        _memory_back(served, base, what)
+        return peak
+    finally:
+        honest.close()
