@@ -17,6 +17,7 @@ from tests.bench.engine_bench import engine_figures
 from tests.bench.hardening_bench import hardening_figures
 from tests.bench.profile_play import profile_plays, summary
 from tests.bench.service_bench import service_figures
+from tests.bench.silent_bench import silent_figures
 from tests.bench.watch_bench import watch_figures
 
 
@@ -33,6 +34,8 @@ def main() -> None:
     figures.update(hardening_figures())
     print()
     figures.update(abuse_figures())
+    print()
+    figures.update(silent_figures())
     print()
     figures.update(client_figures())
     print()
