@@ -23,13 +23,16 @@ import pytest
 from connectrpc.errors import ConnectError
 from google.protobuf.message import Message
 from opentelemetry.proto.trace.v1 import trace_pb2
+from redis import exceptions as redis_errors
 
 from basra.service import logs, tracing
 from basra.service.config import Settings
+from basra.service.metrics import InstrumentedStore
 from basra.service.servicer import SERVICE
 from basra.service.store import Commit, MatchRecord, Store
 from basra.service.store.base import StoreUnavailableError
 from basra.service.store.memory import MemoryStore
+from basra.service.store.redis import RedisStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from basra.v1.basra_service_connect import BasraServiceClientSync
@@ -626,3 +629,99 @@ def test_a_call_without_a_traceparent_starts_a_trace_of_its_own(
     assert not own.parent_span_id
     assert continued.trace_id.hex() == TRACE_ID
     assert continued.parent_span_id.hex() == PARENT_SPAN_ID
+
+
+def texts(span: trace_pb2.Span) -> list[str]:
+    """Every text a span carries where an error could be written: its status message, its
+    attributes, and its events' names and attributes (an exception event's message included)."""
+    return [span.status.message, *strings(span)]
+
+
+def test_no_span_carries_the_text_of_an_engine_error(
+    traced_server: ServerThread, receiver: tuple[Receiver, int]
+) -> None:
+    """A play of a card the seat does not hold: the engine refuses it with a message that
+    quotes the seat's hand. The engine's span names the error by its type, and no span's
+    status, attribute or event carries the message or the hand."""
+    caller = Caller(traced_server, "grpc")
+    try:
+        created = caller.call("CreateMatch", pb.CreateMatchRequest(seed=11, rules="eram"))
+        match_id = created.match_id
+        tokens = {t.seat: t.token for t in created.seat_tokens}
+        view = caller.call("GetMatch", pb.GetMatchRequest(match_id=match_id), tokens[0]).view
+        seat = view.turn
+        other = caller.call("GetMatch", pb.GetMatchRequest(match_id=match_id), tokens[1 - seat])
+        foreign = other.view.hand[0]  # a card of the other seat's hand
+        play = pb.PlayRequest(match_id=match_id, card=foreign, trail=True)
+        with pytest.raises(grpc.RpcError) as refused:
+            caller.call("Play", play, tokens[seat])
+    finally:
+        caller.close()
+    traced_server.stop()  # exports every span still batched
+    error = refused.value
+    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    message = error.details() or ""
+    hand = message[message.index("(") + 1 : message.rindex(")")]
+    assert "not in your hand" in message
+    assert len(hand.split()) == 4  # the seat's four cards, quoted
+    spans = receiver[0].spans()
+    applies = [s for s in spans if s.name == "basra.engine.apply"]
+    assert applies
+    for apply in applies:
+        assert attributes(apply.attributes)["error.type"] == "CardNotInHandError"
+        assert apply.status.message in ("", "CardNotInHandError")
+    for span in spans:
+        for text in texts(span):
+            assert "not in your hand" not in text, f"{span.name}: {text!r}"
+            assert hand not in text, f"{span.name}: {text!r}"
+
+
+def test_no_span_carries_the_text_of_a_store_error(
+    traced_server: ServerThread, receiver: tuple[Receiver, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis fails a round trip with an error whose text quotes what was sent (as a reply may):
+    the call answers UNAVAILABLE, its span and the round trip's are error spans named by the
+    error's type, and no span's status, attribute or event carries the text."""
+    caller = Caller(traced_server, "grpc")
+    sent = f"sent GET basra:match:{uuid.uuid4()}"
+    try:
+        created = caller.call("CreateMatch", pb.CreateMatchRequest(seed=11, rules="eram"))
+        instrumented = traced_server.server.store
+        assert isinstance(instrumented, InstrumentedStore)
+        store = instrumented.inner
+        assert isinstance(store, RedisStore)
+
+        async def refuse(*args: object, **options: object) -> object:
+            raise redis_errors.ConnectionError(f"Error while reading from the socket: {sent}")
+
+        for client in (store._redis, store._once):
+            monkeypatch.setattr(client, "execute_command", refuse)
+        with pytest.raises(grpc.RpcError) as refused:
+            caller.call(
+                "GetMatch",
+                pb.GetMatchRequest(match_id=created.match_id),
+                created.seat_tokens[0].token,
+            )
+        monkeypatch.undo()
+    finally:
+        caller.close()
+    traced_server.stop()  # exports every span still batched
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    spans = receiver[0].spans()
+    (call,) = [s for s in spans if s.name.endswith("/GetMatch")]
+    assert call.status.code == trace_pb2.Status.STATUS_CODE_ERROR
+    failed = [
+        s
+        for s in spans
+        if s.kind == trace_pb2.Span.SPAN_KIND_CLIENT and s.parent_span_id == call.span_id
+    ]
+    assert failed
+    for span in failed:
+        assert span.status.code == trace_pb2.Status.STATUS_CODE_ERROR
+        kind = attributes(span.attributes)["error.type"]
+        assert kind.isidentifier()  # a type's name
+        assert span.status.message in ("", kind)
+    for span in spans:
+        for text in texts(span):
+            assert sent not in text, f"{span.name}: {text!r}"
+            assert "reading from the socket" not in text, f"{span.name}: {text!r}"
