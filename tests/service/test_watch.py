@@ -25,15 +25,20 @@ import grpc
 import pytest
 import redis
 from grpc_channelz.v1 import channelz, channelz_pb2, channelz_pb2_grpc
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from basra.client.match import MatchClient, to_card
 from basra.engine import new_match as engine_new_match
 from basra.engine.bots import random_play
 from basra.service import logs
 from basra.service.config import Settings, from_args
+from basra.service.store import EventEntry
+from basra.service.watch import _Followed
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from tests.load.watchers import Crowd, redis_connections
+from tests.profiles import examples
 from tests.service.conftest import new_match
 from tests.service.driver import audit_states, play_match
 from tests.support import RedisProcess, ServerThread, StreamReader, sample_value
@@ -476,3 +481,60 @@ def test_the_crowd_closes_its_loop_only_after_the_tasks_still_running_on_it() ->
 
 async def _started(work: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
     return asyncio.create_task(work())
+
+
+# The shared cache of a followed match: streams a little behind are answered from it, so it
+# must never answer a stream with a version missing.
+
+
+def entries(first: int, last: int) -> tuple[EventEntry, ...]:
+    """Versions ``first``..``last`` of a match, as the store or a commit hands them over."""
+    return tuple(EventEntry(v, b"", b"", ()) for v in range(first, last + 1))
+
+
+def cache_answers(runs: list[tuple[int, int]], after: int) -> tuple[list[int] | None, int]:
+    """A followed match's cache after remembering each run of versions in turn (a page the
+    reader read, or one entry a commit handed over): the versions it answers a stream at
+    ``after`` with (None: the stream reads the store), and the latest version known."""
+
+    async def run() -> tuple[list[int] | None, int]:
+        followed = _Followed("m")
+        for first, last in runs:
+            followed.remember(entries(first, last))
+        cached = followed.cached_after(after)
+        return (None if cached is None else [e.version for e in cached]), followed.latest
+
+    return asyncio.run(run())
+
+
+def test_the_cache_does_not_answer_a_stream_whose_next_version_it_lacks() -> None:
+    """The cache holds 5..8: a stream at 3 needs 4, so it reads the store; a stream at 4 is
+    answered 5..8."""
+    assert cache_answers([(5, 8)], 3) == (None, 8)
+    assert cache_answers([(5, 8)], 4) == ([5, 6, 7, 8], 8)
+
+
+def test_a_gap_left_by_another_replicas_commit_is_not_kept() -> None:
+    """The reader read 1..4; this replica's commit hands over 6 before the reader saw 5 (the
+    other replica's): the cache starts again at 6, and a stream at 4 reads the store."""
+    assert cache_answers([(1, 4), (6, 6)], 4) == (None, 6)
+    assert cache_answers([(1, 4), (6, 6)], 5) == ([6], 6)
+    assert cache_answers([(1, 4), (6, 6), (5, 6)], 4) == (None, 6)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    runs=st.lists(
+        st.tuples(st.integers(1, 30), st.integers(0, 6)).map(lambda r: (r[0], r[0] + r[1])),
+        min_size=1,
+        max_size=8,
+    ),
+    after=st.integers(0, 36),
+)
+def test_the_cache_never_skips_a_version(runs: list[tuple[int, int]], after: int) -> None:
+    """Property over any order of runs (pages and commits arriving late, early, repeated, with
+    gaps between them): what the cache answers a stream at ``after`` is every version after it
+    up to the latest known, in order, none missing; or nothing, and the stream reads the store."""
+    answered, latest = cache_answers(runs, after)
+    if answered is not None:
+        assert answered == list(range(after + 1, latest + 1))
