@@ -838,3 +838,23 @@ def test_redis_presence_key_expires_a_ttl_after_its_last_renewal(redis_url: str)
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_a_seat_both_live_and_gone_in_one_beat_is_connected(make_store: StoreFactory) -> None:
+    """A replica's beat names a seat live (a stream of it is open there now) and gone (one of
+    its streams there ended since the last beat): the open stream wins, in every store."""
+    from basra.service.store.base import Heartbeat
+
+    async def scenario(store: Store) -> None:
+        match = "S" * 22
+        at = 1_000_000.0
+        assert await store.heartbeat("a", {match: Heartbeat((0, 1), ())}, at, 15) == {
+            match: frozenset({0, 1})
+        }
+        found = await store.heartbeat("a", {match: Heartbeat((0,), (0, 1))}, at + 1, 15)
+        assert found == {match: frozenset({0})}
+        assert await store.connected([match], at + 2) == {match: frozenset({0})}
+        # The mark is renewed: it lasts a TTL from this beat.
+        assert await store.connected([match], at + 15.5) == {match: frozenset({0})}
+
+    run(make_store, scenario)

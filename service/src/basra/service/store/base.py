@@ -217,7 +217,8 @@ class Heartbeat(NamedTuple):
     live: tuple[int, ...]
     """Seats with a WatchMatch stream open on the replica: marked connected until the TTL."""
     gone: tuple[int, ...]
-    """Seats whose last stream on the replica ended: their mark of the replica is removed."""
+    """Seats whose last stream on the replica ended: their mark of the replica is removed. A
+    seat also ``live`` (a stream of it opened again since) keeps its mark, renewed."""
 
 
 class Change(NamedTuple):

@@ -141,13 +141,14 @@ return 1
 
 # KEYS: the match's presence set. ARGV: now (epoch ms), the marks' expiry (epoch ms), ttl ms,
 # replica, the number of live seats, the live seats, then the gone seats. Drops the expired
-# marks, renews this replica's live seats' marks (and the key's TTL), removes its gone seats'
-# marks, and answers the members still unexpired ("<seat>:<replica>").
+# marks, removes this replica's gone seats' marks, then renews its live seats' marks (and the
+# key's TTL), so that a seat both gone and live stays marked, as in the embedded store: a
+# stream of it is open. Answers the members still unexpired ("<seat>:<replica>").
 _HEARTBEAT: Final = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 local live = tonumber(ARGV[5])
-for i = 6, 5 + live do redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i] .. ':' .. ARGV[4]) end
 for i = 6 + live, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i] .. ':' .. ARGV[4]) end
+for i = 6, 5 + live do redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i] .. ':' .. ARGV[4]) end
 if live > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf')
 """
