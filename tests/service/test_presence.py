@@ -6,7 +6,8 @@ change."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
 import pytest
@@ -14,7 +15,9 @@ import redis
 
 from basra.service import presence
 from basra.service.config import SettingError, Settings
-from basra.service.store import keys
+from basra.service.store import StoreUnavailableError, keys
+from basra.service.store.base import Heartbeat
+from basra.service.store.memory import MemoryStore
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import game_pb2
 from tests.service.conftest import HeldClock
@@ -268,3 +271,128 @@ def test_a_renewal_of_more_matches_than_one_batch_renews_them_all(
     for stream in streams:
         stream.close()
     store.close()
+
+
+# One replica's Presence against a store directly: what it sends when streams come and go, and
+# what it keeps when a store call fails.
+
+MATCH = "P" * 22
+
+
+class Beats(MemoryStore):
+    """The embedded store, recording each heartbeat's beats; it fails the next ``failures``
+    heartbeats (StoreUnavailableError), and tells each heartbeat's end to ``answered``."""
+
+    def __init__(self) -> None:
+        super().__init__(ttl_s=3600, events_maxlen=8)
+        self.sent: list[dict[str, Heartbeat]] = []
+        self.failures = 0
+        self.answered = asyncio.Event()
+
+    async def heartbeat(
+        self, replica: str, beats: Mapping[str, Heartbeat], now: float, ttl_s: float
+    ) -> dict[str, frozenset[int]]:
+        try:
+            if self.failures:
+                self.failures -= 1
+                raise StoreUnavailableError("Redis did not answer")
+            self.sent.append(dict(beats))
+            return await super().heartbeat(replica, beats, now, ttl_s)
+        finally:
+            self.answered.set()
+
+    async def next_beat(self) -> None:
+        """Wait for the next heartbeat to end (answered or failed)."""
+        self.answered.clear()
+        async with asyncio.timeout(30):
+            await self.answered.wait()
+
+
+class Heard:
+    """What a Presence tells of the matches followed for presence messages."""
+
+    def __init__(self) -> None:
+        self.seats: dict[str, frozenset[int]] = {}
+        self.told = asyncio.Event()
+
+    def __call__(self, match_id: str, seats: frozenset[int]) -> None:
+        self.seats[match_id] = seats
+        self.told.set()
+
+    async def next(self) -> None:
+        async with asyncio.timeout(30):
+            await self.told.wait()
+        self.told.clear()
+
+
+def one_replica(scenario: Callable[[Beats, presence.Presence, Heard], Awaitable[None]]) -> None:
+    """Run ``scenario`` with a Presence that renews only when something changes (an hour's
+    interval) on a recording embedded store."""
+
+    async def main() -> None:
+        store, heard = Beats(), Heard()
+        replica = presence.Presence(store, interval_s=3600, ttl_s=TTL_S, changed=heard)
+        try:
+            await scenario(store, replica, heard)
+        finally:
+            await replica.close()
+            await store.close()
+
+    asyncio.run(main())
+
+
+def test_a_seat_whose_stream_comes_back_before_the_next_beat_stays_connected() -> None:
+    """Seat 0's stream ends and another of it opens before the replica's next beat: the beat
+    names seat 0 live and not gone, and the seat stays connected."""
+
+    async def scenario(store: Beats, replica: presence.Presence, heard: Heard) -> None:
+        replica.arrive(MATCH, 0)
+        await store.next_beat()
+        assert await store.connected([MATCH], presence.now()) == {MATCH: frozenset({0})}
+        replica.depart(MATCH, 0)
+        replica.arrive(MATCH, 0)
+        await store.next_beat()
+        assert store.sent[-1][MATCH] == Heartbeat((0,), ())
+        assert await store.connected([MATCH], presence.now()) == {MATCH: frozenset({0})}
+
+    one_replica(scenario)
+
+
+def test_a_reader_that_follows_a_match_again_reads_its_seats_afresh() -> None:
+    """The last presence reader of a match leaves; another replica's seat connects meanwhile;
+    a new reader of the match is not told the seats from before, but reads them again at once."""
+
+    async def scenario(store: Beats, replica: presence.Presence, heard: Heard) -> None:
+        replica.follow(MATCH)
+        await heard.next()
+        assert heard.seats[MATCH] == frozenset()
+        assert replica.known(MATCH) == frozenset()
+        replica.unfollow(MATCH)
+        await store.heartbeat("elsewhere", {MATCH: Heartbeat((1,), ())}, presence.now(), TTL_S)
+        replica.follow(MATCH)
+        assert replica.known(MATCH) is None  # not what was read before the last reader left
+        await heard.next()
+        assert heard.seats[MATCH] == frozenset({1})
+        assert replica.known(MATCH) == frozenset({1})
+
+    one_replica(scenario)
+
+
+def test_a_failed_beat_keeps_the_seats_it_was_to_mark_gone() -> None:
+    """Seat 0's last stream ends and the beat that would unmark it fails: the replica's next
+    beat (here, when a reader follows the match) unmarks it, long before the mark's TTL."""
+
+    async def scenario(store: Beats, replica: presence.Presence, heard: Heard) -> None:
+        replica.arrive(MATCH, 0)
+        await store.next_beat()
+        store.failures = 1
+        replica.depart(MATCH, 0)
+        await store.next_beat()
+        assert store.failures == 0  # that beat failed
+        assert await store.connected([MATCH], presence.now()) == {MATCH: frozenset({0})}
+        replica.follow(MATCH)
+        await heard.next()
+        assert store.sent[-1][MATCH] == Heartbeat((), (0,))
+        assert heard.seats[MATCH] == frozenset()
+
+    one_replica(scenario)
