@@ -414,13 +414,20 @@ class HonestCallLateError(AssertionError):
     client's timeout, passed first)."""
 
 
+class HonestCallCancelledError(AssertionError):
+    """An honest gRPC call ended CANCELLED: the server gave it up before answering."""
+
+
 @contextlib.contextmanager
 def on_time(what: str) -> Iterator[None]:
-    """The honest calls of the block: one answered late raises HonestCallLateError (any other
-    failure, a refusal included, raises as it is)."""
+    """The honest calls of the block: one answered late raises HonestCallLateError, one the
+    server cancelled HonestCallCancelledError (any other failure, a refusal included, raises as
+    it is)."""
     try:
         yield
     except (ConnectError, grpc.RpcError, TimeoutError) as exc:
+        if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.CANCELLED:
+            raise HonestCallCancelledError(f"an honest call {what} was cancelled") from exc
         if isinstance(exc, ConnectError) and exc.code != Code.DEADLINE_EXCEEDED:
             raise
         if isinstance(exc, grpc.RpcError) and exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -562,17 +569,34 @@ async def grpc_rapid_reset(
     """Rapid Reset on the gRPC port (CVE-2023-44487): ``RESET_BATCH`` gRPC requests' HEADERS,
     then a RST_STREAM for each, ``RESET_BATCHES`` times; within the server's
     MAX_CONCURRENT_STREAMS at every moment, so nothing the protocol bounds is exceeded."""
+    await _reset_in_batches(reader, w, host, None)
+
+
+def grpc_rapid_reset_for(seconds: float) -> Attack:
+    """``grpc_rapid_reset``, its batches sent for ``seconds`` rather than counted."""
+
+    async def attack(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str) -> None:
+        await _reset_in_batches(reader, w, host, time.monotonic() + seconds)
+
+    return attack
+
+
+async def _reset_in_batches(
+    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str, until: float | None
+) -> None:
     await _preface(w)
     acknowledging = asyncio.ensure_future(_acknowledge(reader, w))
     try:
         headers = request_headers(host, "/basra.v1.BasraService/GetMatch")
-        for batch in range(RESET_BATCHES):
+        batch = 0
+        while batch < RESET_BATCHES if until is None else time.monotonic() < until:
             first = 2 * batch * RESET_BATCH + 1
             streams = range(first, first + 2 * RESET_BATCH, 2)
             w.write(b"".join(frame(HEADERS, END_HEADERS, s, headers) + headers for s in streams))
             w.write(b"".join(_reset(s) for s in streams))
             await w.drain()
             await asyncio.sleep(0)  # every connection attacks at once, not the first few
+            batch += 1
     finally:
         acknowledging.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -658,12 +682,13 @@ def _memory_back(served: Served, base: int, what: str) -> None:
         raise MemoryKeptError(str(exc)) from None
 
 
-def withstand_rapid_reset_on_grpc(served: Served, connections: int) -> int:
-    """Rapid Reset on ``served``'s gRPC port from ``connections`` connections while an honest
-    client plays there; assert what ``withstand`` asserts of the HTTP port's attacks: every
-    honest call answered (none cancelled or refused), each within ``HONEST_DEADLINE_S``; the
-    peak RSS under 90 % of the pod's limit; once the attackers leave, no call of theirs left
-    running and the RSS back within ``KEPT`` of where it was. Returns the peak RSS."""
+def withstand_rapid_reset_on_grpc(served: Served, connections: int, seconds: float) -> int:
+    """Rapid Reset on ``served``'s gRPC port from ``connections`` connections, each sending for
+    ``seconds``, while an honest client plays there; assert what ``withstand`` asserts of the
+    HTTP port's attacks: every honest call answered (none cancelled or refused), each within
+    ``HONEST_DEADLINE_S``; the peak RSS under 90 % of the pod's limit; once the attackers leave,
+    no call of theirs left running and the RSS back within ``KEPT`` of where it was. Returns the
+    peak RSS."""
     what = f"Rapid Reset on the gRPC port on {connections} connections"
     honest = HonestGrpc(served)
     try:
@@ -671,7 +696,7 @@ def withstand_rapid_reset_on_grpc(served: Served, connections: int) -> int:
         base = served.rss
         sampler = PeakRss(served.process.pid)
         try:
-            with attacking(served.port, connections, grpc_rapid_reset) as attackers:
+            with attacking(served.port, connections, grpc_rapid_reset_for(seconds)) as attackers:
                 rounds = 0
                 while rounds < ROUNDS or (attackers.sending and rounds < MOST_ROUNDS):
                     with on_time(f"during {what}"):

@@ -35,7 +35,7 @@ from basra.service.limits import CallLimit, RequestDeadline, peer_host
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
 from basra.v1.basra_service_connect import BasraServiceClientSync
-from tests.h2attacks import ATTACKER, serving
+from tests.h2attacks import ATTACKER, serving, withstand_half_open_on_grpc
 from tests.halfopen import (
     ACK,
     DATA,
@@ -827,3 +827,15 @@ def test_a_call_limit_counts_each_address_apart() -> None:
     assert calls.peers == {"a": 1, "b": 1}
     calls.give("a")
     assert calls.peers == {"b": 1}
+
+
+@pytest.mark.parametrize("both", [False, True], ids=["grpc", "both-ports"])
+def test_half_open_requests_on_the_grpc_port_leave_honest_calls_served(
+    both: bool, tmp_path: Path
+) -> None:
+    """Half-open requests from another address on the gRPC port (and on the HTTP port at the
+    same time) while an honest client plays on the gRPC port: each of its calls answered within
+    its deadline, none refused or cancelled, and the memory given back once the server has let
+    go of them all. The load tier floods 250 and 500 connections."""
+    with serving(tmp_path) as served:
+        withstand_half_open_on_grpc(served, 8, 100, both=both)
