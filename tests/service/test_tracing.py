@@ -725,3 +725,32 @@ def test_no_span_carries_the_text_of_a_store_error(
         for text in texts(span):
             assert sent not in text, f"{span.name}: {text!r}"
             assert "reading from the socket" not in text, f"{span.name}: {text!r}"
+
+
+def test_a_failed_bot_moves_spans_carry_no_text_of_its_error(
+    start_traced: Callable[..., ServerThread], receiver: tuple[Receiver, int]
+) -> None:
+    """A bot's move whose commit fails: its span is an error named by the error's type, and no
+    span's status, attribute or event carries the error's text."""
+    server = start_traced(store=FailingCommits(ttl_s=60, events_maxlen=100), bot_pace_s=0)
+    caller = Caller(server, "grpc")
+    try:
+        greedy = game_pb2.BOT_LEVEL_GREEDY
+        caller.call("CreateMatch", pb.CreateMatchRequest(bots=[greedy, greedy], seed=7))
+        wait_until(
+            lambda: any(s.name == "basra.bot.move" for s in receiver[0].spans()),
+            30,
+            "the failed bot move's span, exported",
+        )
+    finally:
+        caller.close()
+    server.stop()  # exports every span still batched
+    spans = receiver[0].spans()
+    moves = [s for s in spans if s.name == "basra.bot.move"]
+    assert moves
+    for move in moves:
+        assert move.status.code == trace_pb2.Status.STATUS_CODE_ERROR
+        assert move.status.message in ("", "StoreUnavailableError")
+    for span in spans:
+        for text in texts(span):
+            assert "Redis did not answer" not in text, f"{span.name}: {text!r}"
