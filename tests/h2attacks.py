@@ -97,11 +97,14 @@ class MemoryKeptError(AssertionError):
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, files: int | None = None, http2: bool = True) -> Iterator[Served]:
+def serving(
+    tmp_path: Path, files: int | None = None, http2: bool = True, flags: tuple[str, ...] = ()
+) -> Iterator[Served]:
     """A server process with the shipped limits, until the block ends (``files``: the most
     file descriptors it may open, else this process's limit). ``http2``: its HTTP port speaks
     cleartext HTTP/2 too (``--http2-cleartext``, for a gateway that speaks it to the pods),
-    the surface the HTTP/2 attacks test; else HTTP/1.1 alone, as shipped."""
+    the surface the HTTP/2 attacks test; else HTTP/1.1 alone, as shipped. ``flags``: settings
+    of ``basra-engine serve`` in place of the shipped ones."""
     port, http_port, metrics_port = free_port(), free_port(), free_port()
     with serve_process(
         tmp_path / "serve.log",
@@ -109,6 +112,7 @@ def serving(tmp_path: Path, files: int | None = None, http2: bool = True) -> Ite
         *("--http-listen", f"127.0.0.1:{http_port}"),
         *("--metrics-port", str(metrics_port), "--log-level", "ERROR"),
         *(("--http2-cleartext",) if http2 else ()),
+        *flags,
         files=files,
     ) as process:
         yield Served(process, port, http_port, metrics_port)

@@ -9,7 +9,8 @@ Then the gRPC port's own: Rapid Reset there at 16, 250 and 500 connections, and 
 requests (250 and 500 connections x 100 streams on the gRPC port, 250 x 100 on both ports at
 once), while an honest client plays on the gRPC port: its Plays' p99 and slowest, the longest
 gap between two of its turns, its calls that failed (by status), and the RSS before, at the
-peak, and 10 and 30 s after the attack.
+peak, and 10 and 30 s after the attack; some of them again with 16 streams per connection on
+the gRPC port rather than the shipped 100 (``--max-concurrent-streams``).
 
     .venv/bin/python -m tests.bench.abuse_bench            # everything
     .venv/bin/python -m tests.bench.abuse_bench grpc       # the gRPC port's figures alone
@@ -170,11 +171,15 @@ def _play_through(
 
 
 @contextlib.contextmanager
-def _measured(tmp: Path, figures: dict[str, float]) -> Iterator[tuple[Served, HonestGrpc]]:
-    """A server and an honest client on its gRPC port, warm, the RSS before the attack in
-    ``figures``; once the block (the attack) ends, the RSS 10 and 30 s later and whether the
-    server still serves."""
-    with serving(tmp) as served:
+def _measured(
+    tmp: Path, figures: dict[str, float], streams: int | None
+) -> Iterator[tuple[Served, HonestGrpc]]:
+    """A server (``streams``: its gRPC port's streams per connection, else the shipped number)
+    and an honest client on its gRPC port, warm, the RSS before the attack in ``figures``; once
+    the block (the attack) ends, the RSS 10 and 30 s later and whether the server still
+    serves."""
+    flags = () if streams is None else ("--max-concurrent-streams", str(streams))
+    with serving(tmp, flags=flags) as served:
         honest = HonestGrpc(served, deadline_s=HONEST_DEADLINE_S)
         try:
             for _ in range(5):
@@ -191,23 +196,27 @@ def _measured(tmp: Path, figures: dict[str, float]) -> Iterator[tuple[Served, Ho
         figures["ready_after"] = healthz(served.http_port) == 200 and served.process.poll() is None
 
 
-def grpc_rapid_reset_figures(tmp: Path, connections: int) -> dict[str, float]:
+def grpc_rapid_reset_figures(
+    tmp: Path, connections: int, streams: int | None = None
+) -> dict[str, float]:
     """Rapid Reset on the gRPC port (``tests.h2attacks.grpc_rapid_reset_for``) from
     ``connections`` connections for ``GRPC_RESET_S``."""
     figures: dict[str, float] = {}
     with (
-        _measured(tmp, figures) as (served, honest),
+        _measured(tmp, figures, streams) as (served, honest),
         attacking(served.port, connections, grpc_rapid_reset_for(GRPC_RESET_S)) as attackers,
     ):
         _play_through(served, honest, lambda: attackers.sending, figures)
     return figures
 
 
-def grpc_half_open_figures(tmp: Path, connections: int, both: bool) -> dict[str, float]:
+def grpc_half_open_figures(
+    tmp: Path, connections: int, both: bool, streams: int | None = None
+) -> dict[str, float]:
     """Half-open requests, ``connections`` x 100 on the gRPC port (``both``: and as many on the
     HTTP port), held until the server has let go of every one."""
     figures: dict[str, float] = {}
-    with _measured(tmp, figures) as (served, honest):
+    with _measured(tmp, figures, streams) as (served, honest):
         ports = [(served.port, "application/grpc")]
         if both:
             ports.append((served.http_port, "application/proto"))
@@ -219,7 +228,8 @@ def grpc_half_open_figures(tmp: Path, connections: int, both: bool) -> dict[str,
 
 def grpc_port_figures() -> dict[str, float | bool]:
     """Every attack on the gRPC port; prints each and returns them for the JSON summary, named
-    ``grpc_rapid_reset_<n>_*``, ``grpc_half_open_<n>_*`` and ``grpc_half_open_both_<n>_*``."""
+    ``grpc_rapid_reset_<n>_*``, ``grpc_half_open_<n>_*`` and ``grpc_half_open_both_<n>_*``, and
+    some again with 16 streams per connection (``*_streams16_*``)."""
     figures: dict[str, float | bool] = {}
     cases: list[tuple[str, Callable[[Path], dict[str, float]]]] = [
         *(
@@ -231,6 +241,15 @@ def grpc_port_figures() -> dict[str, float | bool]:
             for n in (250, 500)
         ),
         ("grpc_half_open_both_250", lambda tmp: grpc_half_open_figures(tmp, 250, True)),
+        # The same server with 16 streams per connection on its gRPC port rather than 100.
+        ("grpc_rapid_reset_250_streams16", lambda tmp: grpc_rapid_reset_figures(tmp, 250, 16)),
+        *(
+            (
+                f"grpc_half_open_{n}_streams16",
+                lambda tmp, n=n: grpc_half_open_figures(tmp, n, False, 16),
+            )
+            for n in (250, 500)
+        ),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for name, measure in cases:
