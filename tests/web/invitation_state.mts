@@ -1,7 +1,8 @@
 // An invitation link says what it opens before anyone types a name (GetInvitation): an open
 // seat asks for a name; a claimed one says "taken" at once, with no name form; one that no
 // longer works (replaced by a new invitation, or mistyped) says so at once and asks for a new
-// link; the tab that claimed the seat, opening its link again, goes back to its table. The match
+// link; the tab that claimed the seat, opening its link again, goes back to its table; a name the
+// service refuses says which rule it broke. The match
 // is made through the API with an invitation for seat 1; each visitor is a browser of its own.
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
@@ -35,7 +36,7 @@ async function visit(browser: Browser, link: string): Promise<{ page: Page; erro
 const browser = await launch();
 try {
   const created = await call<{ matchId: string; seatTokens: { seat?: number; token: string }[]; invitations: { seat: number; code: string }[] }>("CreateMatch", {
-    rules: "eram", seats: 2, seat: 0, invitations: true, requestId: crypto.randomUUID(),
+    rules: "eram", seats: 2, seat: 0, invitations: true, displayName: "Layla", requestId: crypto.randomUUID(),
   });
   const creatorToken = created.seatTokens.find((held) => (held.seat ?? 0) === 0)?.token ?? "";
   const code = created.invitations.find((invitation) => invitation.seat === 1)?.code ?? "";
@@ -75,10 +76,21 @@ try {
   // The new link asks for a name again.
   const renewed = await visit(browser, link(reissued.invitation.code));
   assert.ok(renewed.form, "the new invitation asks for a name");
+  // A name the service refuses is refused in words that say which rule, and the form stays:
+  // a look-alike of the creator's (a Cyrillic a), then one that shows nothing (a Hangul filler).
+  for (const [name, says] of [
+    ["L\u0430yla", "it looks like the name of seat 1 at this table"],
+    ["\u3164", "this one shows nothing on screen"],
+  ]) {
+    await renewed.page.fill("#name", name);
+    await renewed.page.click("#claim-seat");
+    await renewed.page.locator("#alert", { hasText: says }).waitFor();
+    await renewed.page.locator("#claim-form").waitFor();
+  }
 
   const errors = [first, late, replaced, mistyped, renewed].flatMap((visitor) => visitor.errors);
   assert.deepEqual(errors, []);
-  console.log("invitation states: open, taken at once, no longer works at once, back to its table");
+  console.log("invitation states: open, taken at once, no longer works at once, back to its table, names refused by rule");
 } finally {
   await browser.close();
 }

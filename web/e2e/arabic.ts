@@ -9,9 +9,9 @@ try {
   await page.goto(BASE_URL);
   assert.deepEqual(await direction(page), { lang: "ar", dir: "rtl", computed: "rtl" });
   assert.equal(await page.locator("h1").innerText(), "باصرة");
-  // The lobby: the rule systems by their Arabic names, the seat counts in Arabic words.
+  // The lobby: the rule systems by their Arabic names (the service's), the seat counts in Arabic words.
   await page.locator("#start:not([disabled])").waitFor();
-  assert.ok((await page.locator("#rules option").allInnerTexts()).includes("مصرية"));
+  assert.ok((await page.locator("#rules option").allInnerTexts()).includes("مصرية، إلى ١٠١"));
   await page.selectOption("#rules", "egyptian");
   assert.deepEqual(await page.locator("#seats option").allInnerTexts(), ["لاعبان", "٤ لاعبين في فريقين"]);
   await page.selectOption("#rules", "eram");

@@ -194,6 +194,10 @@ const en = {
   SEAT_TOKEN_REVOKED: "The player who created this match gave your seat a new invitation: this page no longer plays it. Ask them for the new link.",
   NOT_MATCH_CREATOR: "Only the player who created the match can give a seat a new invitation.",
   DISPLAY_NAME_INVALID: "Choose another name: up to {max} characters, without invisible control or direction characters.",
+  nameCharacter: "Choose another name: it holds an invisible control or direction character.",
+  nameBlank: "Choose another name: this one shows nothing on screen.",
+  nameMarks: "Choose another name: it stacks too many marks on one letter.",
+  nameConfusable: "Choose another name: it looks like the name of seat {seat} at this table.",
   unreachable: "The server cannot be reached: try again soon.",
   unknownError: "Something went wrong: {detail}",
 } satisfies Record<string, Message>;
@@ -451,6 +455,10 @@ const ar: Catalog = {
   SEAT_TOKEN_REVOKED: "أعطى منشئ المباراة مقعدك دعوة جديدة: هذه الصفحة لم تعد تلعب به. اطلب منه الرابط الجديد.",
   NOT_MATCH_CREATOR: "وحده منشئ المباراة يستطيع أن يعطي مقعدًا دعوة جديدة.",
   DISPLAY_NAME_INVALID: "اختر اسمًا آخر: حتى {max} حرفًا، بلا رموز تحكم أو اتجاه خفية.",
+  nameCharacter: "اختر اسمًا آخر: فيه رمز تحكم أو اتجاه خفي.",
+  nameBlank: "اختر اسمًا آخر: هذا الاسم لا يظهر منه شيء على الشاشة.",
+  nameMarks: "اختر اسمًا آخر: فيه علامات كثيرة فوق حرف واحد.",
+  nameConfusable: "اختر اسمًا آخر: إنه يشبه اسم المقعد {seat} على هذه الطاولة.",
   unreachable: "تعذّر الوصول إلى الخادم: حاول بعد قليل.",
   unknownError: "حدث خطأ: {detail}",
 };
@@ -635,6 +643,10 @@ const fa: Catalog = {
   SEAT_TOKEN_REVOKED: "سازندهٔ این بازی برای صندلی شما دعوت تازه‌ای فرستاد: این صفحه دیگر با آن بازی نمی‌کند. پیوند تازه را از او بخواهید.",
   NOT_MATCH_CREATOR: "فقط سازندهٔ بازی می‌تواند برای یک صندلی دعوت تازه بفرستد.",
   DISPLAY_NAME_INVALID: "نام دیگری انتخاب کنید: حداکثر {max} نویسه، بدون نویسه‌های نامرئی کنترلی یا جهت‌نما.",
+  nameCharacter: "نام دیگری انتخاب کنید: نویسهٔ نامرئی کنترلی یا جهت‌نما دارد.",
+  nameBlank: "نام دیگری انتخاب کنید: این نام چیزی روی صفحه نشان نمی‌دهد.",
+  nameMarks: "نام دیگری انتخاب کنید: روی یک حرف نشانه‌های زیادی دارد.",
+  nameConfusable: "نام دیگری انتخاب کنید: شبیه نام صندلی {seat} سر این میز است.",
   unreachable: "به سرور دسترسی نیست: کمی بعد دوباره امتحان کنید.",
   unknownError: "خطایی رخ داد: {detail}",
 };

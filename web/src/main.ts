@@ -64,9 +64,27 @@ function errorMessage(error: unknown): string {
   if (reason === "RATE_LIMITED") {
     return t("RATE_LIMITED", { count: Math.ceil(Number(errorMetadata(error, "retry_after_s") ?? 1)) });
   }
-  if (reason === "DISPLAY_NAME_INVALID") return t("DISPLAY_NAME_INVALID", { max: NAME_MAX });
+  if (reason === "DISPLAY_NAME_INVALID") return nameRefused(errorMetadata(error, "rule"), errorMetadata(error, "seat"));
   if (reason && WORDED_REASONS.has(reason)) return t(reason as MessageId);
   return t("unknownError", { detail: error instanceof Error ? error.message : String(error) });
+}
+
+/** Why the service refused a display name, by the rule it names (ClaimSeatRequest.display_name):
+ * the length (and any rule this page does not know), a hidden character, a name that shows
+ * nothing, stacked marks, or a look-alike of another seat's name (that seat counted from 1). */
+function nameRefused(rule: string | undefined, seat: string | undefined): string {
+  switch (rule) {
+    case "character":
+      return t("nameCharacter");
+    case "blank":
+      return t("nameBlank");
+    case "marks":
+      return t("nameMarks");
+    case "confusable":
+      return seat === undefined ? t("DISPLAY_NAME_INVALID", { max: NAME_MAX }) : t("nameConfusable", { seat: Number(seat) + 1 });
+    default:
+      return t("DISPLAY_NAME_INVALID", { max: NAME_MAX });
+  }
 }
 
 const RECONNECTING = (): string => t("reconnecting");
