@@ -122,8 +122,9 @@ lint: $(STAMP) ## buf lint, buf breaking, ruff, import contracts, dead code, dec
 	@# Every import of each component is one of its declared dependencies (its pyproject.toml).
 	for component in $(COMPONENTS); do (cd $$component && $(CURDIR)/$(BIN)/deptry .) || exit 1; done
 
-typecheck: $(STAMP) ## mypy --strict
+typecheck: $(STAMP) $(WEB_STUBS) ## mypy --strict, and tsc over the browser scenarios (web/e2e)
 	$(BIN)/mypy
+	cd $(WEB) && npx tsc --noEmit -p e2e
 
 # Tests start their own redis-server; install it when the machine lacks one.
 redis-server: ## install Debian's redis-server when missing

@@ -2,10 +2,10 @@
 
 Each test starts ``basra-engine serve`` as a person runs it (its own process, free ports, the
 session's real redis-server, the built table at / on the HTTP port; its bots move at once and
-search briefly) and runs one scenario with Node: one of web/e2e/, or one of this directory
-(``*.mts``, sharing ``support.mts``) that drives a seeded match through the API while the page
-follows it. A scenario can ask this side to act on the service (``REQUEST restart``); it fails
-with the browser's own assertion message.
+search briefly) and runs one scenario of web/e2e/ with Node (those that need a position for
+certain drive a seeded match through the API while the page follows it: web/e2e/support.ts).
+A scenario can ask this side to act on the service (``REQUEST restart``); it fails with the
+browser's own assertion message.
 The invitation scenario reaches the service at this machine's network address, where the page
 is not a secure context. Chromium, the npm packages and the built table are prerequisites that
 ``make test`` sets up; when one is missing the tests fail (never skip) and say so. Screenshots
@@ -175,9 +175,8 @@ def network_service(redis_url: str, tmp_path: Path) -> Iterator[Service]:
 
 
 def scenario(name: str, service: Service, screenshots: Path, **env: str) -> str:
-    """Runs a scenario against the service and returns its output; fails with it. ``name`` is
-    web/e2e/<name>.ts, or this directory's <name>.mts when ``name`` ends with ``.mts``."""
-    script = str(HERE / name) if name.endswith(".mts") else f"e2e/{name}.ts"
+    """Runs web/e2e/<name>.ts against the service and returns its output; fails with it."""
+    script = f"e2e/{name}.ts"
     output = []
     with subprocess.Popen(
         # One process (node loading tsx, from web/ where it is installed), so that the scenario
@@ -347,7 +346,7 @@ def test_the_pictures_of_the_table(service: Service, tmp_path: Path) -> None:
 def test_every_screen_fits_360_px_in_every_language_and_seat_labels_keep_their_parenthesis(
     service: Service, tmp_path: Path
 ) -> None:
-    output = scenario("narrow.mts", service, tmp_path)
+    output = scenario("narrow", service, tmp_path)
     assert "narrow: every screen fits 360 px" in output
 
 
@@ -355,33 +354,33 @@ def test_a_hands_end_shows_the_leftover_floor_as_a_play_and_calls_no_turn_under_
     service: Service, tmp_path: Path
 ) -> None:
     # Also: a basra's count stands apart from the pile's count, on screen and in its text.
-    output = scenario("hand_end.mts", service, tmp_path)
+    output = scenario("hand-end", service, tmp_path)
     assert "hand end: seat " in output
 
 
 def test_what_happened_is_never_an_empty_list_and_keeps_its_lines_across_a_reload(
     service: Service, tmp_path: Path
 ) -> None:
-    output = scenario("log.mts", service, tmp_path)
+    output = scenario("log", service, tmp_path)
     assert "lines kept across a reload" in output
 
 
 def test_the_match_end_says_who_won_with_the_final_scores_and_offers_a_new_match(
     service: Service, tmp_path: Path
 ) -> None:
-    output = scenario("match_end.mts", service, tmp_path)
+    output = scenario("match-end", service, tmp_path)
     assert "match end: " in output
 
 
 def test_the_rule_systems_names_and_lines_are_the_services_in_the_pages_language(
     service: Service, tmp_path: Path
 ) -> None:
-    output = scenario("rule_names.mts", service, tmp_path)
+    output = scenario("rule-names", service, tmp_path)
     assert "rule names: " in output
 
 
 def test_an_invitation_link_says_taken_or_no_longer_works_before_any_name_is_typed(
     service: Service, tmp_path: Path
 ) -> None:
-    output = scenario("invitation_state.mts", service, tmp_path)
+    output = scenario("invitation-state", service, tmp_path)
     assert "invitation states: " in output

@@ -1,10 +1,10 @@
-// What the scenarios of tests/web share beyond web/e2e/table.ts: the service's API over the
+// What scenarios share beyond table.ts: the service's API over the
 // Connect protocol's JSON (a seeded match, each seat's first legal play as the page would make
 // it, the next deal), so that a scenario reaches a position for certain and the page only
 // follows it; and checks of the page that hold on every screen.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL } from "../../web/e2e/table.js";
+import { BASE_URL } from "./table.js";
 
 export interface Card {
   readonly rank: string;

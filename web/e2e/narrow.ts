@@ -7,8 +7,8 @@
 // is never cut after "seat"), inside its seat.
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { BASE_URL, inviteLink, launch, player, startMatch } from "../../web/e2e/table.js";
-import { deal, fitsInEveryLanguage, playFirst, reach, seatLink, seededMatch, sideways } from "./support.mts";
+import { BASE_URL, inviteLink, launch, player, startMatch } from "./table.js";
+import { deal, fitsInEveryLanguage, playFirst, reach, seatLink, seededMatch, sideways } from "./support.js";
 
 const WIDTH = 360;
 const LANGUAGES = ["en", "ar", "fa"];

@@ -5,8 +5,8 @@
 // floor; seats are counted from 1 wherever the page names one; the status never says "Your
 // turn".
 import assert from "node:assert/strict";
-import { launch, player } from "../../web/e2e/table.js";
-import { deal, face, playFirst, reach, seatLink, seededMatch, view, watchForWrongScreens, wrongScreens, type Event } from "./support.mts";
+import { launch, player } from "./table.js";
+import { deal, face, playFirst, reach, seatLink, seededMatch, view, watchForWrongScreens, wrongScreens, type Event } from "./support.js";
 
 const SEED = 1;
 const ME = 1;

@@ -2,8 +2,8 @@
 // line), and a reload keeps its lines: the page fetches the match's latest events again
 // (WatchMatch from a few versions back) instead of starting from nothing.
 import assert from "node:assert/strict";
-import { BASE_URL, launch, myTurnOrSheet, playFirst, player, startMatch, waitPast, type Seen } from "../../web/e2e/table.js";
-import { watchForWrongScreens, wrongScreens } from "./support.mts";
+import { BASE_URL, launch, myTurnOrSheet, playFirst, player, startMatch, waitPast, type Seen } from "./table.js";
+import { watchForWrongScreens, wrongScreens } from "./support.js";
 
 const browser = await launch();
 try {

@@ -7,8 +7,8 @@
 // no card can be played, not even under the score sheet once another seat has dealt the next
 // hand to this one.
 import assert from "node:assert/strict";
-import { launch, player } from "../../web/e2e/table.js";
-import { code, deal, face, playHand, reach, seatLink, seededMatch, watchForWrongScreens, wrongScreens, type Event } from "./support.mts";
+import { launch, player } from "./table.js";
+import { code, deal, face, playHand, reach, seatLink, seededMatch, watchForWrongScreens, wrongScreens, type Event } from "./support.js";
 
 const SEED = 7;
 const LANGUAGES = ["en", "ar", "fa"];

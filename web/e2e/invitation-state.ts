@@ -6,8 +6,8 @@
 // is made through the API with an invitation for seat 1; each visitor is a browser of its own.
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { BASE_URL, claimSeat, launch, player, storedTokens } from "../../web/e2e/table.js";
-import { call } from "./support.mts";
+import { BASE_URL, claimSeat, launch, player, storedTokens } from "./table.js";
+import { call } from "./support.js";
 
 const TAKEN = "Someone has taken this seat with this invitation already.";
 const GONE = "This invitation no longer works";
@@ -78,10 +78,11 @@ try {
   assert.ok(renewed.form, "the new invitation asks for a name");
   // A name the service refuses is refused in words that say which rule, and the form stays:
   // a look-alike of the creator's (a Cyrillic a), then one that shows nothing (a Hangul filler).
-  for (const [name, says] of [
+  const refusals: [name: string, says: string][] = [
     ["L\u0430yla", "it looks like the name of seat 1 at this table"],
     ["\u3164", "this one shows nothing on screen"],
-  ]) {
+  ];
+  for (const [name, says] of refusals) {
     await renewed.page.fill("#name", name);
     await renewed.page.click("#claim-seat");
     await renewed.page.locator("#alert", { hasText: says }).waitFor();

@@ -5,7 +5,7 @@
 // wordings: lobashev its Persian one (the page falls back to the English wording), jordanian
 // every one (the page shows its title).
 import assert from "node:assert/strict";
-import { BASE_URL, launch, player, startMatch } from "../../web/e2e/table.js";
+import { BASE_URL, launch, player, startMatch } from "./table.js";
 
 interface Wording { language: string; name: string; description: string }
 interface System { name: string; title: string; wordings?: Wording[] }
