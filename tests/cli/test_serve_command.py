@@ -3,6 +3,7 @@ flag, the metrics server binds like the gRPC one, and ``make run`` stops at once
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import grpc
 import pytest
@@ -167,6 +168,19 @@ class Running:
                     assert time.monotonic() < deadline, self.log.read_text()
                     time.sleep(0.1)
 
+    def serving_line(self) -> dict[str, Any]:
+        """The server's "serving" log line (its ports), once it is written."""
+        deadline = time.monotonic() + 60
+        while True:
+            assert self.process.poll() is None, self.log.read_text()
+            for line in self.log.read_text().splitlines():
+                with contextlib.suppress(ValueError):
+                    entry: dict[str, Any] = json.loads(line)
+                    if entry.get("msg") == "serving":
+                        return entry
+            assert time.monotonic() < deadline, self.log.read_text()
+            time.sleep(0.1)  # a polling interval, not a wait for the outcome
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -260,12 +274,16 @@ def test_make_run_serves_both_ports_on_the_host_it_is_given(tmp_path: Path, host
     the web table, each at the address the command names."""
     if host == "[::1]" and not socket.has_ipv6:
         pytest.fail("this machine has no IPv6: the test needs the IPv6 loopback")
-    command = make_run_command(RUN_HOST=host)
-    grpc_host, grpc_port = address(command, "--listen")
-    http_host, http_port = address(command, "--http-listen")
+    # Port 0 for each: the server takes free ports itself and says which in its "serving" line
+    # (a port found free here could be taken by another test's server before this one binds).
+    command = make_run_command(RUN_HOST=host, RUN_GRPC_PORT="0", RUN_HTTP_PORT="0")
+    grpc_host, _ = address(command, "--listen")
+    http_host, _ = address(command, "--http-listen")
     reach = {"0.0.0.0": "127.0.0.1"}
     running = Running(command, tmp_path / "run.log")
     try:
+        serving = running.serving_line()
+        grpc_port, http_port = int(serving["port"]), int(serving["http_port"])
         running.wait_serving(grpc_port, reach.get(grpc_host, grpc_host))
         where = reach.get(http_host, http_host)
         url = f"http://{'[' + where + ']' if ':' in where else where}:{http_port}"
