@@ -16,7 +16,7 @@ import pytest
 
 from basra.service.cli import build_parser
 from tests.cli.test_serve_command import CLEAN_ENV, Running
-from tests.support import basra_engine, free_port
+from tests.support import basra_engine
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 README: Final = ROOT / "README.md"
@@ -145,21 +145,22 @@ def test_the_readme_serve_command_serves_and_its_curl_call_answers(tmp_path: Pat
     local = [w for w in serves if "0.0.0.0" not in " ".join(w)]
     assert local, "the README shows a serve command on local ports"
     words = list(local[0])
-    ports = {}
+    # Port 0 for each (the server picks free ones and says which in its "serving" line): the
+    # README's ports may be taken here, and a port found free could be taken before the bind.
     for flag in ("--listen", "--http-listen", "--metrics-port"):
-        given = words[words.index(flag) + 1]
-        host, _, port = given.rpartition(":")
-        ports[port] = str(free_port())
-        words[words.index(flag) + 1] = f"{host}:{ports[port]}" if host else ports[port]
-    grpc_host, _, grpc_port = words[words.index("--listen") + 1].rpartition(":")
-    http_address = words[words.index("--http-listen") + 1]
+        host, _, _ = words[words.index(flag) + 1].rpartition(":")
+        words[words.index(flag) + 1] = f"{host}:0" if host else "0"
+    grpc_host, _, _ = words[words.index("--listen") + 1].rpartition(":")
+    http_host, _, _ = words[words.index("--http-listen") + 1].rpartition(":")
     block = re.search(r"<!-- connect-curl:[^>]*-->\s*```sh\n(.*?)```", text(README), re.S)
     assert block, "README.md: no curl block after the connect-curl marker"
-    call = block.group(1).replace("localhost:8080", http_address)
-    assert http_address in call
     running = Running([basra_engine(), *words], tmp_path / "serve.log")
     try:
-        running.wait_serving(int(grpc_port), grpc_host)
+        serving = running.serving_line()
+        running.wait_serving(int(serving["port"]), grpc_host)
+        http_address = f"{http_host}:{serving['http_port']}"
+        call = block.group(1).replace("localhost:8080", http_address)
+        assert http_address in call
         answered = subprocess.run(
             ["sh", "-c", call], capture_output=True, text=True, check=True, timeout=60
         )
