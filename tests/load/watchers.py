@@ -74,6 +74,8 @@ class Crowd:
         self._readers: list[asyncio.Task[None]] = []
         self.reopened = 0
         """Streams opened again because the server cut them before their first event."""
+        self.cut_with: Counter[grpc.StatusCode] = Counter()
+        """The status codes those streams ended with."""
         self._arrivals: Counter[int] = Counter()
         """Events received, by version, counted as they come: waiting on ``got`` would walk
         every stream, holding the interpreter lock the streams' loop needs to read."""
@@ -141,6 +143,7 @@ class Crowd:
                 if all(s.error is None for s, _ in chunk):
                     break
                 self.reopened += sum(s.error is not None for s, _ in chunk)
+                self.cut_with.update(s.error for s, _ in chunk if s.error is not None)
         self.streams += [stream for stream, _ in wanted]
 
     async def _read(self, stream: Stream) -> None:
