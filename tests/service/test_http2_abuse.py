@@ -23,7 +23,7 @@ from tests.h2attacks import (
 )
 
 CONNECTIONS: Final = 16
-RESET_ON_GRPC: Final = (4, 5.0)
+RESET_ON_GRPC: Final = (2, 3.0)
 """Rapid Reset on the gRPC port: connections, and seconds each sends its batches."""
 
 
