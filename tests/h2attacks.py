@@ -91,6 +91,15 @@ class Served:
         )
 
 
+class PeakPastLimitError(AssertionError):
+    """The server's RSS under attack passed ``PEAK_LIMIT``, 90 % of the pod's memory limit."""
+
+
+def _within_the_limit(peak: int) -> None:
+    if peak >= PEAK_LIMIT:
+        raise PeakPastLimitError(f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit")
+
+
 class MemoryKeptError(AssertionError):
     """The server's RSS did not come back within ``KEPT`` of where it was once the attackers
     left (the one assertion of ``withstand`` a test may expect to fail: see its callers)."""
@@ -467,7 +476,7 @@ def withstand(served: Served, name: str, connections: int) -> int:
                     rounds += 1
         finally:
             peak = sampler.stop()
-        assert peak < PEAK_LIMIT, f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit"
+        _within_the_limit(peak)
         wait_until(lambda: served.calls_in_flight == 0, 30, "the attack's calls to end")
         with on_time(f"after {name} on {connections} connections"):
             honest.play()
@@ -695,7 +704,7 @@ def withstand_rapid_reset_on_grpc(served: Served, connections: int, seconds: flo
                     rounds += 1
         finally:
             peak = sampler.stop()
-        assert peak < PEAK_LIMIT, f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit"
+        _within_the_limit(peak)
         wait_until(lambda: served.calls_in_flight == 0, 30, "the attack's calls to end")
         with on_time(f"after {what}"):
             honest.play()
@@ -783,7 +792,7 @@ def withstand_half_open_on_grpc(
                     rounds += 1
         finally:
             peak = sampler.stop()
-        assert peak < PEAK_LIMIT, f"peak RSS {peak >> 20} MiB, past 90 % of the pod's limit"
+        _within_the_limit(peak)
         wait_until(lambda: served.calls_in_flight == 0, 30, "the flood's calls to end")
         with on_time(f"after {what}"):
             honest.play()
