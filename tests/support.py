@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import grpc
 import redis
@@ -88,6 +88,20 @@ class StreamReader:
     def close(self) -> None:
         self.call.cancel()
         self.thread.join(timeout=10)
+
+
+_DEFAULT_CTRL_C: Final = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def at_a_terminal(command: list[str]) -> list[str]:
+    """``command`` started with Ctrl-C (SIGINT) at its default, as a terminal starts it: a
+    runner that starts the suite in the background (a shell's ``&``) ignores SIGINT, a child
+    inherits an ignored signal across exec, and a command under test would never see the
+    Ctrl-C a test sends it."""
+    return [sys.executable, "-c", _DEFAULT_CTRL_C, *command]
 
 
 def basra_engine() -> str:

@@ -15,7 +15,7 @@ from basra import engine
 from basra.service.cli import version
 from basra.service.config import Settings
 from tests.cli.test_oracle import COMMAND
-from tests.support import ServerThread
+from tests.support import ServerThread, at_a_terminal
 
 
 def command(*args: str) -> subprocess.CompletedProcess[str]:
@@ -75,7 +75,7 @@ def test_ctrl_c_stops_a_paced_demo_at_once_and_cleanly() -> None:
     server = ServerThread(Settings(allow_seeds=True, metrics_port=None))
     try:
         process = subprocess.Popen(
-            [COMMAND, "demo", "--target", server.target, "--pace", "600"],
+            at_a_terminal([COMMAND, "demo", "--target", server.target, "--pace", "600"]),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -19,7 +19,7 @@ from typing import ClassVar
 import pytest
 
 from basra.service.config import Settings
-from tests.support import ServerThread
+from tests.support import ServerThread, at_a_terminal
 
 # The terminal client through a pseudo-terminal: `make test-all` (docs/testing.md).
 pytestmark = pytest.mark.full
@@ -36,7 +36,7 @@ class Session:
         """``state``: where the command keeps left matches (XDG_STATE_HOME)."""
         self.master, slave = pty.openpty()
         self.process = subprocess.Popen(
-            [COMMAND, "play", *args],
+            at_a_terminal([COMMAND, "play", *args]),
             stdin=slave,
             stdout=slave,
             stderr=slave,
