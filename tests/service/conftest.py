@@ -22,6 +22,10 @@ BASE = Settings(
     health_interval_s=0.2,
     watch_poll_s=0.5,
     bot_pace_s=0,
+    # A store call may take seconds on a loaded machine (the suite beside another, say): past
+    # the shipped 2 s it would fail UNAVAILABLE, which no test here asks for unless it sets a
+    # deadline of its own (the outage tests do).
+    store_timeout_s=30.0,
 )
 
 
