@@ -316,3 +316,24 @@ def test_a_record_keeps_its_bot_levels_through_the_codec(
         bots=levels,
     )
     assert decode_record("m", encode_record(record)) == record
+
+
+def test_every_hand_a_bot_deals_counts_in_the_hands_dealt(
+    start_server: Callable[..., ServerThread], redis_url: str
+) -> None:
+    """``basra_hands_dealt_total`` counts every hand the match starts: the first, dealt by its
+    creation, and each next one, dealt by a bot here (a match of bots only deals them all)."""
+    from tests.service.test_store_full import metric
+
+    server = start_server(redis_url=redis_url, metrics_port=0)
+    created = create(server, [GREEDY, RANDOM], seed=3)
+    stream = StreamReader(
+        stub(server).WatchMatch(
+            pb.WatchMatchRequest(match_id=created.match_id), metadata=bearer(created.watch_token)
+        )
+    )
+    wait_until(lambda: stream.ended or stream.error is not None, 60, "the match ends")
+    assert stream.error is None, stream.error
+    hands = [e for e in stream.events if e.WhichOneof("event") == "hand_started"]
+    assert len(hands) > 1, "the bots dealt a next hand"
+    assert metric(server, "basra_hands_dealt_total") == len(hands)
