@@ -28,7 +28,7 @@ def test_silent_connections_held_leave_honest_callers_served_and_the_replica_rea
             # Plays on until the server has closed every silent connection it first held (the
             # read timeout) and their clients have opened new ones.
             for rounds in range(MOST_PLAYS):
-                with on_time("while silent connections are held"):
+                with on_time("while silent connections are held", served.deadline_s):
                     honest.play()
                     assert honest.ready()
                 if rounds >= ROUNDS and held.reopened >= HELD:

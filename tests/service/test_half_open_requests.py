@@ -35,7 +35,7 @@ from basra.service.limits import CallLimit, RequestDeadline, peer_host
 from basra.v1 import basra_service_pb2 as pb
 from basra.v1 import basra_service_pb2_grpc as pb_grpc
 from basra.v1.basra_service_connect import BasraServiceClientSync
-from tests.h2attacks import ATTACKER, serving, withstand_half_open_on_grpc
+from tests.h2attacks import ANSWERED_S, ATTACKER, serving, withstand_half_open_on_grpc
 from tests.halfopen import (
     ACK,
     DATA,
@@ -837,5 +837,5 @@ def test_half_open_requests_on_the_grpc_port_leave_honest_calls_served(
     same time) while an honest client plays on the gRPC port: each of its calls answered within
     its deadline, none refused or cancelled, and the memory given back once the server has let
     go of them all. The load tier floods 250 and 500 connections."""
-    with serving(tmp_path) as served:
+    with serving(tmp_path, deadline_s=ANSWERED_S) as served:
         withstand_half_open_on_grpc(served, 8, 100, both=both)
