@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import grpc
 from connectrpc.code import Code
@@ -63,6 +63,7 @@ ANSWERED_S: Final = 30.0
 (none refused, none cancelled) on a machine that may be loaded, not how fast."""
 CONTINUATION: Final = 0x9
 Attack = Callable[[asyncio.StreamReader, asyncio.StreamWriter, str], Awaitable[None]]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -702,15 +703,28 @@ def withstand_rapid_reset_on_grpc(served: Served, connections: int, seconds: flo
     no call of theirs left running and the RSS back within ``KEPT`` of where it was. Returns the
     peak RSS."""
     what = f"Rapid Reset on the gRPC port on {connections} connections"
+    attack = attacking(served.port, connections, grpc_rapid_reset_for(seconds))
+    return _played_through(served, what, attack, lambda attackers: attackers.sending)
+
+
+def _played_through(
+    served: Served,
+    what: str,
+    attack: contextlib.AbstractContextManager[T],
+    sending: Callable[[T], bool],
+) -> int:
+    """An honest gRPC player's turns through ``attack`` (``ROUNDS`` at least, more while
+    ``sending`` says the attack still sends): each on time, the peak RSS within the limit, then
+    the attack's calls ended, a turn after it and the memory given back. Returns the peak."""
     honest = HonestGrpc(served)
     try:
         honest.play()
         base = served.rss
         sampler = PeakRss(served.process.pid)
         try:
-            with attacking(served.port, connections, grpc_rapid_reset_for(seconds)) as attackers:
+            with attack as running:
                 rounds = 0
-                while rounds < ROUNDS or (attackers.sending and rounds < MOST_ROUNDS):
+                while rounds < ROUNDS or (sending(running) and rounds < MOST_ROUNDS):
                     with on_time(f"during {what}", served.deadline_s):
                         honest.play()
                     rounds += 1
@@ -789,26 +803,10 @@ def withstand_half_open_on_grpc(
     if both:
         ports.append((served.http_port, "application/proto"))
     what = f"half-open requests, {connections} x {streams} on {len(ports)} port(s)"
-    honest = HonestGrpc(served)
-    try:
-        honest.play()
-        base = served.rss
-        sampler = PeakRss(served.process.pid)
-        try:
-            with half_open_flood(ports, connections, streams) as attack:
-                rounds = 0
-                total = len(ports) * connections * streams
-                while rounds < ROUNDS or (not flood_ended(attack, total) and rounds < MOST_ROUNDS):
-                    with on_time(f"during {what}", served.deadline_s):
-                        honest.play()
-                    rounds += 1
-        finally:
-            peak = sampler.stop()
-        _within_the_limit(peak)
-        wait_until(lambda: served.calls_in_flight == 0, 30, "the flood's calls to end")
-        with on_time(f"after {what}", served.deadline_s):
-            honest.play()
-        _memory_back(served, base, what)
-        return peak
-    finally:
-        honest.close()
+    total = len(ports) * connections * streams
+    return _played_through(
+        served,
+        what,
+        half_open_flood(ports, connections, streams),
+        lambda attack: not flood_ended(attack, total),
+    )
