@@ -337,3 +337,30 @@ def test_every_hand_a_bot_deals_counts_in_the_hands_dealt(
     hands = [e for e in stream.events if e.WhichOneof("event") == "hand_started"]
     assert len(hands) > 1, "the bots dealt a next hand"
     assert metric(server, "basra_hands_dealt_total") == len(hands)
+
+
+def test_a_bot_remembers_every_sides_captures_of_the_hand_not_only_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The strong search is told every card captured this hand, each side's pile: each capture
+    happened in front of every seat. Played until both sides hold cards, the memory handed to
+    the search is the union of the piles, which holds cards of the other side's pile too."""
+    from basra.engine import Phase, apply, encode, legal_plays, match_profile
+    from basra.engine import new_match as engine_match
+    from basra.service import bots
+
+    state, _ = engine_match(5, match_profile("eram", 2))
+    while not all(state.captured) and state.phase is Phase.PLAYING:
+        state, _ = apply(state, legal_plays(state)[0])
+    assert all(state.captured), "both sides captured this hand"
+    told: list[int] = []
+
+    def choose(*args: object, gone: int, **kwargs: object) -> tuple[int, int]:
+        told.append(gone)
+        return 0, 0
+
+    monkeypatch.setattr(bots, "choose", choose)
+    bots.think(encode(state), state.turn, "strong", "M" * 22, 9, 0.01)
+    other = state.captured[1 - state.turn % 2]
+    assert told == [state.captured[0] | state.captured[1]]
+    assert told[0] & other == other
