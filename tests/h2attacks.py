@@ -253,7 +253,38 @@ ATTACKS: Final[dict[str, Attack]] = {
 }
 
 
-class Attackers:
+class ClientThread:
+    """Client connections made by ``_connections`` in an event loop of a thread of their own,
+    from ``start`` until ``stop`` sets ``_stop`` and waits for them to close."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=asyncio.run, args=(self._run(),), daemon=True)
+
+    async def _run(self) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._ready.set()
+        await self._connections()
+
+    async def _connections(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._thread.start()
+        assert self._ready.wait(10)
+
+    def stop(self) -> None:
+        """Close every connection and wait for the thread."""
+        if self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(60)
+        assert not self._thread.is_alive(), f"the {self._what} did not let go"
+
+
+class Attackers(ClientThread):
     """``connections`` connections from 127.0.0.2, each running one attack, in a thread of
     their own until ``stop``."""
 
@@ -265,14 +296,9 @@ class Attackers:
         """Connections whose attack has written all it will (or whose connection was closed)."""
         self._port = port
         self._attack = attack
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=asyncio.run, args=(self._run(),), daemon=True)
+        super().__init__("attackers")
 
-    async def _run(self) -> None:
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        self._ready.set()
+    async def _connections(self) -> None:
         await asyncio.gather(*(self._one() for _ in range(self.connections)))
 
     async def _one(self) -> None:
@@ -299,17 +325,6 @@ class Attackers:
     @property
     def sending(self) -> bool:
         return self.sent < self.connections
-
-    def start(self) -> None:
-        self._thread.start()
-        assert self._ready.wait(10)
-
-    def stop(self) -> None:
-        """Close every connection and wait for the thread."""
-        if self._loop is not None and self._stop is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(60)
-        assert not self._thread.is_alive(), "the attackers did not let go"
 
 
 @contextlib.contextmanager

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Iterator
 from typing import Final
 
+from tests.h2attacks import ClientThread
 from tests.support import wait_until
 
 HELD: Final = 8000
 """Connections held open at once."""
 
 
-class Holders:
+class Holders(ClientThread):
     """``HELD`` silent connections from ``addresses`` loopback addresses (127.0.0.2, ...), each
     opened again as soon as the server closes it, in a thread of their own until ``stop``."""
 
@@ -25,14 +25,9 @@ class Holders:
         self.reopened = 0
         self._port = port
         self._addresses = addresses
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=asyncio.run, args=(self._run(),), daemon=True)
+        super().__init__("holders")
 
-    async def _run(self) -> None:
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        self._ready.set()
+    async def _connections(self) -> None:
         await asyncio.gather(*(self._hold(n) for n in range(HELD)))
 
     async def _hold(self, n: int) -> None:
@@ -63,16 +58,6 @@ class Holders:
                 writer.close()
                 with contextlib.suppress(ConnectionError):
                     await writer.wait_closed()
-
-    def start(self) -> None:
-        self._thread.start()
-        assert self._ready.wait(10)
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(60)
-        assert not self._thread.is_alive(), "the holders did not let go"
 
 
 @contextlib.contextmanager
