@@ -159,10 +159,10 @@ def split_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)  # noqa: S104 (the operator's choice of address)
 
 
-def resolve_listen(text: str) -> list[str]:
-    """The addresses (IP literals) a listen address binds: every one its host resolves to, in
-    the resolver's order and each once, as the gRPC port binds them (``localhost``: the IPv4
-    and IPv6 loopback, where the host has both).
+def resolve_listen(text: str) -> tuple[list[str], int]:
+    """The addresses (IP literals) a listen address binds, and its port: every address its host
+    resolves to, in the resolver's order and each once, as the gRPC port binds them
+    (``localhost``: the IPv4 and IPv6 loopback, where the host has both).
 
     Raises:
         OSError: the host resolves to no address, in one line that says what would work.
@@ -172,7 +172,7 @@ def resolve_listen(text: str) -> list[str]:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror:
         raise OSError(f"{host!r} is not an address of this machine: {LISTEN_FORMS}") from None
-    return list(dict.fromkeys(str(address[4][0]) for address in found))
+    return list(dict.fromkeys(str(address[4][0]) for address in found)), port
 
 
 def _listen(text: str) -> str:

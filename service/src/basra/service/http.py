@@ -47,7 +47,7 @@ from granian.log import LogLevels
 from granian.server.embed import Server
 from protobuf.wkt import Any as DetailAny
 
-from basra.service.config import Settings, resolve_listen, split_listen
+from basra.service.config import Settings, resolve_listen
 from basra.service.errors import ServiceError
 from basra.service.limits import TOO_MANY_CALLS, PendingLimitError, RequestDeadline
 from basra.service.metrics import Metrics, Tally
@@ -725,8 +725,7 @@ async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
     assert settings.http_listen is not None
     listen = settings.http_listen
     raise_open_files()
-    _, port = split_listen(listen)
-    hosts = resolve_listen(listen)
+    hosts, port = resolve_listen(listen)
     listeners: list[_Listener] = []
     try:
         for address in hosts:

@@ -31,7 +31,6 @@ from basra.service.config import (
     Settings,
     flag_name,
     resolve_listen,
-    split_listen,
 )
 from basra.service.gc_policy import GcPolicy, PauseTimer
 from basra.service.grpc_transport import register, register_bounded
@@ -68,10 +67,10 @@ def metrics_host(settings: Settings) -> str:
 def _check_free(listen: str) -> None:
     """Raise OSError when ``listen``'s host is not this machine's or its port is taken, before
     gRPC tries it (and logs a line of its own that would bury the one clear error)."""
-    _, port = split_listen(listen)
-    for host in resolve_listen(listen):
-        if port == 0:
-            return
+    hosts, port = resolve_listen(listen)
+    if port == 0:
+        return
+    for host in hosts:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
