@@ -658,10 +658,10 @@ class _Listener:
     server: Server
     task: asyncio.Task[None]
 
-    async def stop(self, failed: bool) -> None:
-        """Stop accepting (``failed``: granian's serve loop already ended by itself, and its
-        workers may still be serving, so stop them as its own shutdown does)."""
-        if failed:
+    def stop(self) -> None:
+        """Stop accepting. When granian's serve loop has already ended by itself its workers
+        may still be serving: they are stopped as its own shutdown does."""
+        if self.task.done():
             self.task = asyncio.create_task(self.server.shutdown())  # type: ignore[no-untyped-call]
         self.server.stop()  # type: ignore[no-untyped-call]
 
@@ -701,7 +701,7 @@ class HttpServer:
             return
         self._stopping = True
         for one in self.listeners:
-            await one.stop(one.task.done())
+            one.stop()
         if grace_s:
             await asyncio.wait({one.task for one in self.listeners}, timeout=grace_s)
         for ended in list(self.app.connect.streams):
@@ -733,7 +733,7 @@ async def start_http(app: HttpApp, settings: Settings) -> HttpServer:
             listeners.append(one)
     except BaseException:
         for one in listeners:
-            await one.stop(failed=False)
+            one.stop()
             await one.close()
         raise
     return HttpServer(port, app, tuple(listeners))
